@@ -1,0 +1,1 @@
+"""mara-bench evaluation harness: datasets, agent systems, tools, retrieval and the `local/` model provider."""

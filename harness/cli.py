@@ -1,0 +1,39 @@
+"""The `mara` command: one entry point that dispatches to each area's own sub-command module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# sub-command -> (module with a ``main(argv: list[str]) -> int``, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("harness.demo", "build the tiny model if absent and evaluate it offline on bundled samples"),
+    "tiny-model": ("harness.tinymodel", "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline"),
+    "index": ("harness.retrieval.cli", "build or query a local retrieval index (E5 + FAISS, or BM25)"),
+    "train": ("trainer.cli", "train with a YAML recipe"),
+    "nightly": ("leaderboards.cli", "run a leaderboard suite, ingest its logs, compare and render the site"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: mara <command> [options]", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"mara: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

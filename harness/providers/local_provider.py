@@ -1,0 +1,1 @@
+"""The `local/` Inspect model provider (filled in by the provider work)."""

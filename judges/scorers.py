@@ -1,0 +1,1 @@
+"""Inspect @scorer functions for every judge (filled in by the judges work)."""

@@ -1,0 +1,1 @@
+"""Nightly regression leaderboards: collect Inspect logs, store history, compare runs, render a static site."""

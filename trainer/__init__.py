@@ -1,0 +1,1 @@
+"""Compact reference trainer for multi-agent RL: samples, advantages, losses, rollout engine, checkpoints."""

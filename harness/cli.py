@@ -8,7 +8,10 @@ import sys
 # sub-command -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("harness.demo", "build the tiny model if absent and evaluate it offline on bundled samples"),
-    "tiny-model": ("harness.tinymodel", "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline"),
+    "tiny-model": (
+        "harness.tinymodel",
+        "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",
+    ),
     "index": ("harness.retrieval.cli", "build or query a local retrieval index (E5 + FAISS, or BM25)"),
     "train": ("trainer.cli", "train with a YAML recipe"),
     "nightly": ("leaderboards.cli", "run a leaderboard suite, ingest its logs, compare and render the site"),

@@ -18,7 +18,9 @@ Responder = Callable[[list[ChatMessage], GenerateConfig], "str | ModelOutput"]
 def scripted_output(text: str, *, model: str = "mockllm/model", stop_reason: str = "stop") -> ModelOutput:
     """A ``ModelOutput`` for ``text`` with token usage set (a rough 4-characters-per-token count)."""
     output = ModelOutput.from_content(model=model, content=text, stop_reason=stop_reason)
-    output.usage = ModelUsage(input_tokens=1, output_tokens=max(1, len(text) // 4), total_tokens=1 + max(1, len(text) // 4))
+    output.usage = ModelUsage(
+        input_tokens=1, output_tokens=max(1, len(text) // 4), total_tokens=1 + max(1, len(text) // 4)
+    )
     return output
 
 
@@ -30,7 +32,9 @@ def _as_output(reply: str | ModelOutput) -> ModelOutput:
     return scripted_output(reply)
 
 
-def scripted_model(script: Responder | Iterable[str | ModelOutput], *, name: str = "mockllm/model", **kwargs: Any) -> Model:
+def scripted_model(
+    script: Responder | Iterable[str | ModelOutput], *, name: str = "mockllm/model", **kwargs: Any
+) -> Model:
     """A mock model replying from ``script``: a responder function, or a fixed sequence of replies."""
     if callable(script):
         responder = script

@@ -1,1 +1,96 @@
-"""harness/systems package."""
+"""Agent systems, by name: each is plain async code over ``Chat``/``Toolbox`` (see ``types``), usable by the
+harness (as an Inspect solver, ``system_solver``) and by the trainer (calling ``run`` with a policy-backed Chat).
+"""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from harness.systems import direct
+from harness.systems.inspect_adapter import InspectChat, store_episode
+from harness.systems.types import Chat, Episode, Toolbox
+
+SystemRun = Callable[..., Awaitable[Episode]]
+"""``async def run(question, chat, toolbox, **options) -> Episode``."""
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A registered system: its run function, the agent roles it calls and the tools it needs."""
+
+    name: str
+    run: SystemRun
+    roles: tuple[str, ...]
+    tools: tuple[str, ...] = ()
+    tool_settings: tuple[str, ...] = field(default=())
+    """Option names that configure tools (passed to ``build_toolbox``) rather than the system."""
+
+    def options(self) -> list[str]:
+        """Option names the system's ``run`` accepts, plus its tool settings."""
+        parameters = pyinspect.signature(self.run).parameters.values()
+        own = [p.name for p in parameters if p.kind is pyinspect.Parameter.KEYWORD_ONLY]
+        return sorted([*own, *self.tool_settings])
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Split ``options`` into (system options, tool settings); unknown names raise a clear error."""
+        unknown = sorted(set(options) - set(self.options()))
+        if unknown:
+            raise ValueError(
+                f"system {self.name!r} does not take option(s) {', '.join(unknown)}; "
+                f"valid options: {', '.join(self.options()) or 'none'}"
+            )
+        tools = {k: v for k, v in options.items() if k in self.tool_settings}
+        return {k: v for k, v in options.items() if k not in tools}, tools
+
+
+SYSTEMS: dict[str, SystemSpec] = {}
+
+
+def register(spec: SystemSpec) -> SystemSpec:
+    SYSTEMS[spec.name] = spec
+    return spec
+
+
+register(SystemSpec(name="direct", run=direct.run, roles=(direct.ROLE,)))
+
+
+def get_system(name: str) -> SystemSpec:
+    if name not in SYSTEMS:
+        raise ValueError(f"unknown system {name!r}; known systems: {', '.join(sorted(SYSTEMS))}")
+    return SYSTEMS[name]
+
+
+def build_toolbox(spec: SystemSpec, settings: dict[str, Any]) -> Toolbox:
+    """The tools ``spec`` needs, configured by ``settings``; an empty Toolbox for tool-less systems."""
+    if not spec.tools:
+        return Toolbox()
+    from harness.tools import build_toolbox as build_tools
+
+    return build_tools(list(spec.tools), **settings)
+
+
+async def run_system(name: str, question: str, chat: Chat, toolbox: Toolbox, **options: Any) -> Episode:
+    """Run system ``name`` on one question (the trainer's entry point)."""
+    spec = get_system(name)
+    system_options, _ = spec.split_options(options)
+    return await spec.run(question, chat, toolbox, **system_options)
+
+
+@solver
+def system_solver(system: str = "direct", **options: Any) -> Solver:
+    """An Inspect solver running ``system`` on the sample's input; option errors are raised here, before samples run."""
+    spec = get_system(system)
+    system_options, tool_settings = spec.split_options(options)
+    toolbox = build_toolbox(spec, tool_settings)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:  # noqa: ARG001
+        episode = await spec.run(state.input_text, InspectChat(), toolbox, **system_options)
+        store_episode(state, episode)
+        return state
+
+    return solve

@@ -1,0 +1,114 @@
+"""Run an agent system inside Inspect: ``Chat`` over Inspect model roles, and the Episode stored with the sample.
+
+Each agent role (``solver``, ``verifier``, ``system1`` ...) is served by ``get_model(role=...)``: the model bound
+with ``--model-role <role>=<model>``, else the evaluated model. That is what lets a trained Verifier/Corrector be
+paired with any solver. Every call runs inside a transcript span named after its role, so ``inspect view`` shows
+who said what. The protocol's sampling settings (the task's generate config) apply to every role's model, not only
+to the evaluated one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.solver import TaskState
+from inspect_ai.util import span
+
+from harness.systems.types import Episode, FinishReason, Message, Reply
+from judges.response import FINAL, store_key
+
+EPISODE_KEY = "episode"
+"""Store key of the serialised Episode (``Episode.to_dict()``)."""
+
+_SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "max_tokens", "seed", "stop_seqs", "reasoning_effort")
+
+_MESSAGE_TYPES: dict[str, type[ChatMessage]] = {
+    "system": ChatMessageSystem,
+    "user": ChatMessageUser,
+    "assistant": ChatMessageAssistant,
+    "tool": ChatMessageTool,
+}
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "max_tokens": "length",
+    "model_length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def to_inspect_messages(messages: list[Message]) -> list[ChatMessage]:
+    """Plain ``{"role", "content"}`` dicts to Inspect chat messages."""
+    converted = []
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in _MESSAGE_TYPES:
+            raise ValueError(f"message {index} has role {role!r}; expected one of {sorted(_MESSAGE_TYPES)}")
+        converted.append(_MESSAGE_TYPES[role](content=message["content"]))
+    return converted
+
+
+def reply_from_output(output: ModelOutput) -> Reply:
+    """An Inspect ``ModelOutput`` as a ``Reply`` (token ids and logprobs when the provider returned them)."""
+    usage = output.usage
+    metadata = output.metadata or {}
+    logprobs = None
+    if output.choices and output.choices[0].logprobs is not None:
+        logprobs = [entry.logprob for entry in output.choices[0].logprobs.content]
+    return Reply(
+        text=output.completion,
+        finish_reason=_FINISH_REASONS.get(output.stop_reason, "stop"),
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        model=output.model,
+        prompt_ids=metadata.get("prompt_ids"),
+        response_ids=metadata.get("response_ids"),
+        logprobs=metadata.get("logprobs", logprobs),
+    )
+
+
+class InspectChat:
+    """``Chat`` backed by Inspect models, one per agent role."""
+
+    def __init__(self, roles: dict[str, Model] | None = None):
+        self._models: dict[str, Model] = dict(roles or {})
+
+    def model_for(self, role: str) -> Model:
+        if role not in self._models:
+            self._models[role] = get_model(role=role)
+        return self._models[role]
+
+    async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
+        model = self.model_for(role)
+        protocol = active_generate_config().model_dump(include=set(_SAMPLING_FIELDS), exclude_none=True)
+        config = GenerateConfig(**{**protocol, **sampling})
+        async with span(name=role, type="agent"):
+            output = await model.generate(to_inspect_messages(messages), config=config)
+        return reply_from_output(output)
+
+
+def store_episode(state: TaskState, episode: Episode) -> None:
+    """Put the Episode and its answers on the sample, and make the final answer the sample's output."""
+    state.store.set(EPISODE_KEY, episode.to_dict())
+    state.store.set(store_key(FINAL), episode.final_answer)
+    for name, answer in episode.answers.items():
+        state.store.set(store_key(name), answer)
+    last_reply = episode.calls[-1].reply if episode.calls else None
+    state.output = ModelOutput.from_content(
+        model=(last_reply.model if last_reply and last_reply.model else "system"),
+        content=episode.final_answer or "",
+    )
+    state.messages.append(ChatMessageAssistant(content=episode.final_answer or ""))

@@ -1,0 +1,67 @@
+"""The Inspect adapter: systems run as solvers, roles map to models, the Episode and answers land on the sample."""
+
+from __future__ import annotations
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+
+from harness.systems import get_system, system_solver
+from harness.systems.inspect_adapter import EPISODE_KEY
+from harness.systems.types import Episode
+from harness.testing import scripted_model
+
+
+def _task() -> Task:
+    samples = [Sample(id=i, input=f"What is {i} + {i}?", target=str(2 * i)) for i in range(1, 4)]
+    return Task(dataset=samples, solver=system_solver("direct"), scorer=includes())
+
+
+def _double(messages, config) -> str:
+    question = messages[-1].text
+    number = int(question.split()[2])
+    return f"The answer is {2 * number}."
+
+
+def test_direct_system_stores_episode_and_answer(tmp_path):
+    log = eval(_task(), model=scripted_model(_double), log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success"
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    sample = log.samples[0]
+    episode = Episode.from_dict(sample.store[EPISODE_KEY])
+    assert [call.role for call in episode.calls] == ["solver"]
+    assert episode.calls[0].messages == [{"role": "user", "content": "What is 1 + 1?"}]
+    assert sample.store["answer.final"] == "The answer is 2."
+    assert sample.output.completion == "The answer is 2."
+
+
+def test_role_binding_overrides_evaluated_model(tmp_path):
+    evaluated = scripted_model(lambda m, c: "wrong", name="mockllm/evaluated")
+    bound = scripted_model(_double, name="mockllm/solver")
+    log = eval(
+        _task(), model=evaluated, model_roles={"solver": bound}, log_dir=str(tmp_path), display="none"
+    )[0]
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    assert "solver" in log.stats.role_usage
+
+
+def test_protocol_sampling_reaches_role_models(tmp_path):
+    seen = []
+
+    def record(messages, config):
+        seen.append(config.temperature)
+        return "0"
+
+    task = _task()
+    task.config.temperature = 0.6
+    eval(task, model=scripted_model(lambda m, c: "0"), model_roles={"solver": scripted_model(record)},
+         log_dir=str(tmp_path), display="none")
+    assert seen == [0.6, 0.6, 0.6]
+
+
+def test_unknown_system_and_option_are_clear_errors():
+    with pytest.raises(ValueError, match="known systems: .*direct"):
+        get_system("nope")
+    with pytest.raises(ValueError, match=r"does not take option\(s\) bogus; valid options: system_prompt"):
+        system_solver("direct", bogus=1)

@@ -1,0 +1,79 @@
+"""Load a resolved checkpoint with ``transformers`` (and ``peft`` for LoRA adapters), ready for generation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.providers.resolve import CheckpointError, ResolvedCheckpoint
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class LoadedModel:
+    """A model and tokenizer ready for ``harness.providers.generation.generate``."""
+
+    model: Any
+    tokenizer: Any
+    checkpoint: ResolvedCheckpoint
+
+
+def default_device() -> str:
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def torch_dtype(name: str, device: str) -> torch.dtype | str:
+    """``auto`` is float32 on CPU (half precision is slow there) and the checkpoint's own dtype on a GPU."""
+    if name == "auto":
+        return torch.float32 if device == "cpu" else "auto"
+    if name not in DTYPES:
+        raise CheckpointError(f"unknown dtype {name!r}; use one of auto, {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def load_checkpoint(
+    checkpoint: ResolvedCheckpoint, *, dtype: str = "auto", device: str | None = None, merge: bool = True
+) -> LoadedModel:
+    """Load tokenizer, model and (applied, or merged when ``merge``) LoRA adapter of ``checkpoint``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = device or default_device()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint.tokenizer)
+    if checkpoint.chat_template is not None:
+        tokenizer.chat_template = Path(checkpoint.chat_template).read_text()
+    if not tokenizer.chat_template:
+        raise CheckpointError(
+            f"the tokenizer in {checkpoint.tokenizer} has no chat template; pass -M chat_template=FILE "
+            "or set chat_template: in checkpoints.yaml"
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    try:
+        model = AutoModelForCausalLM.from_pretrained(checkpoint.model, dtype=torch_dtype(dtype, device))
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"cannot load a causal LM from {checkpoint.model}: {err}") from err
+    vocab = model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > vocab:
+        raise CheckpointError(
+            f"the tokenizer in {checkpoint.tokenizer} has {len(tokenizer)} tokens but the model in "
+            f"{checkpoint.model} embeds only {vocab}: they do not belong together"
+        )
+    if checkpoint.adapter is not None:
+        model = _apply_adapter(model, checkpoint, merge=merge)
+    return LoadedModel(model=model.to(device).eval(), tokenizer=tokenizer, checkpoint=checkpoint)
+
+
+def _apply_adapter(model: Any, checkpoint: ResolvedCheckpoint, *, merge: bool) -> Any:
+    from peft import PeftModel
+
+    try:
+        adapted = PeftModel.from_pretrained(model, checkpoint.adapter)
+    except (RuntimeError, ValueError, KeyError) as err:
+        raise CheckpointError(
+            f"LoRA adapter {checkpoint.adapter} does not fit base model {checkpoint.model}: {err}"
+        ) from err
+    return adapted.merge_and_unload() if merge else adapted

@@ -1,0 +1,322 @@
+"""The model API behind ``--model local/<x>``: resolve the checkpoint, pick a backend, serve Inspect's calls.
+
+Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint to Inspect's own vLLM provider
+(a vLLM server; LoRA adapters are applied by vLLM); ``hf`` runs ``transformers`` in-process and gathers
+concurrent requests into batches (``harness.providers.batching``) generated with per-request sampling settings
+(``harness.providers.generation``). ``auto`` takes vLLM when it is installed and a CUDA GPU is present.
+
+``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device``,
+``max_model_len``, ``tensor_parallel_size`` (vLLM), ``seed`` (torch's global seed), ``batch_size``,
+``batch_wait_ms``, ``merge`` (merge a LoRA adapter into its base; default true), ``base`` (an adapter's base
+model), ``tokenizer`` (a tokenizer directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to
+the chat template), ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put
+``prompt_token_ids``, ``response_token_ids`` and ``response_logprobs`` in every output's metadata).
+
+Replies keep ``<think>`` blocks in their text. Per-call settings honoured: ``max_tokens``, ``temperature``,
+``top_p``, ``top_k``, ``stop_seqs``, ``seed``, ``logprobs``/``top_logprobs``; unset ones default to the model's
+generation config. Stop reasons: ``stop``, ``max_tokens``, ``tool_calls``, and ``model_length`` when the context
+window ended the reply or the prompt does not fit it (the output then carries the error in its metadata).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+from inspect_ai._util.constants import DEFAULT_MAX_TOKENS
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    GenerateConfig,
+    Logprob,
+    Logprobs,
+    ModelAPI,
+    ModelOutput,
+    ModelUsage,
+    TopLogprob,
+)
+from inspect_ai.model._providers.util import HFHandler
+from inspect_ai.model._reasoning import emulate_reasoning_history
+from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.util._json import JSON_SCHEMA_EXTENDED_FIELDS, json_schema_dump
+
+from harness.providers.batching import RequestBatcher
+from harness.providers.generation import Completion, Sampling, context_length, generate
+from harness.providers.loading import LoadedModel, default_device, load_checkpoint
+from harness.providers.resolve import ResolvedCheckpoint, resolve_checkpoint
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "hf", "vllm")
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """The ``-M`` options of ``local/`` (see the module docstring)."""
+
+    backend: str = "auto"
+    dtype: str = "auto"
+    device: str | None = None
+    max_model_len: int | None = None
+    tensor_parallel_size: int | None = None
+    seed: int | None = None
+    batch_size: int = 16
+    batch_wait_ms: float = 10.0
+    merge: bool = True
+    base: str | None = None
+    tokenizer: str | None = None
+    chat_template: str | None = None
+    enable_thinking: bool | None = None
+    allow_download: bool = False
+    return_token_ids: bool = False
+
+    @classmethod
+    def parse(cls, model_args: dict[str, Any]) -> LocalOptions:
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(model_args) - set(known))
+        if unknown:
+            raise ValueError(
+                f"local/: unknown -M option(s) {', '.join(unknown)}; known options: {', '.join(known)}"
+            )
+        options = cls(**model_args)
+        if options.backend not in BACKENDS:
+            raise ValueError(f"local/: -M backend={options.backend} is not one of {', '.join(BACKENDS)}")
+        return options
+
+
+def open_local_model(
+    model_name: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    config: GenerateConfig = GenerateConfig(),
+    **model_args: Any,
+) -> ModelAPI:
+    """Create the ``ModelAPI`` for ``local/<model_name>`` (called by Inspect with the ``-M`` options)."""
+    options = LocalOptions.parse(model_args)
+    checkpoint = resolve_checkpoint(
+        model_name,
+        base=options.base,
+        tokenizer=options.tokenizer,
+        chat_template=options.chat_template,
+        allow_download=options.allow_download,
+    )
+    if options.seed is not None:
+        torch.manual_seed(options.seed)
+    if choose_backend(options.backend) == "vllm":
+        return _vllm_model(checkpoint, options, config)
+    return TransformersModelAPI(model_name, checkpoint, options, config)
+
+
+def choose_backend(requested: str) -> str:
+    """``hf`` or ``vllm`` for a requested backend; asking for vLLM without vLLM and a GPU is an error."""
+    vllm_ready = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    if requested == "vllm" and not vllm_ready:
+        raise ValueError("local/: -M backend=vllm needs the vllm package and a CUDA GPU; use -M backend=hf")
+    if requested == "auto":
+        return "vllm" if vllm_ready else "hf"
+    return requested
+
+
+def _vllm_model(checkpoint: ResolvedCheckpoint, options: LocalOptions, config: GenerateConfig) -> ModelAPI:
+    from inspect_ai.model._providers.vllm import VLLMAPI
+
+    if options.return_token_ids:
+        raise ValueError(
+            "local/: -M return_token_ids=true needs -M backend=hf (the vLLM server returns text)"
+        )
+    server_args: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("dtype", None if options.dtype == "auto" else options.dtype),
+            ("max_model_len", options.max_model_len),
+            ("tensor_parallel_size", options.tensor_parallel_size),
+            ("seed", options.seed),
+            ("chat_template", checkpoint.chat_template),
+            (
+                "tokenizer",
+                None
+                if checkpoint.tokenizer in (checkpoint.model, checkpoint.adapter)
+                else checkpoint.tokenizer,
+            ),
+        )
+        if value is not None
+    }
+    name = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
+    return VLLMAPI(model_name=name, config=config, **server_args)
+
+
+_loaded: dict[tuple, tuple[LoadedModel, RequestBatcher]] = {}
+"""Models already loaded in this process (several roles naming one checkpoint share weights and batches)."""
+
+
+class TransformersModelAPI(ModelAPI):
+    """``local/`` on ``transformers``: batched in-process generation with token ids and logprobs."""
+
+    def __init__(
+        self, model_name: str, checkpoint: ResolvedCheckpoint, options: LocalOptions, config: GenerateConfig
+    ):
+        super().__init__(model_name=model_name, config=config)
+        self.options = options
+        device = options.device or default_device()
+        merge = checkpoint.merge if checkpoint.merge is not None else options.merge
+        key = (
+            checkpoint,
+            options.dtype,
+            device,
+            merge,
+            options.max_model_len,
+            options.batch_size,
+            options.batch_wait_ms,
+        )
+        if key not in _loaded:
+            loaded = load_checkpoint(checkpoint, dtype=options.dtype, device=device, merge=merge)
+            context = options.max_model_len or context_length(loaded.model)
+            batcher = RequestBatcher(
+                _batch_runner(loaded, context), batch_size=options.batch_size, wait_ms=options.batch_wait_ms
+            )
+            _loaded[key] = (loaded, batcher)
+        self.loaded, self.batcher = _loaded[key]
+        self.context = options.max_model_len or context_length(self.loaded.model)
+
+    def max_tokens(self) -> int | None:
+        return DEFAULT_MAX_TOKENS
+
+    def max_connections(self) -> int:
+        return 2 * self.options.batch_size
+
+    def collapse_user_messages(self) -> bool:
+        return True
+
+    async def generate(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
+    ) -> ModelOutput:
+        prompt = self.render(input, tools)
+        if len(prompt) >= self.context:
+            return self._overflow_output(
+                f"the prompt has {len(prompt)} tokens but the context window (max_model_len) is {self.context}"
+            )
+        top = (config.top_logprobs or 1) if config.logprobs else 0
+        completion = await self.batcher.submit((prompt, self.sampling(config), top))
+        return self.to_output(completion, tools, with_logprobs=bool(config.logprobs))
+
+    def render(self, messages: list[ChatMessage], tools: list[ToolInfo]) -> list[int]:
+        """Token ids of the chat-templated prompt (tools rendered by the template)."""
+        tokenizer = self.loaded.tokenizer
+        template_args = (
+            {} if self.options.enable_thinking is None else {"enable_thinking": self.options.enable_thinking}
+        )
+        encoded = tokenizer.apply_chat_template(
+            [_template_message(m) for m in emulate_reasoning_history(messages)],
+            tools=[_template_tool(t) for t in tools] or None,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            **template_args,
+        )
+        return list(encoded["input_ids"])
+
+    def sampling(self, config: GenerateConfig) -> Sampling:
+        """Per-call settings, unset ones taken from the model's generation config."""
+        defaults = self.loaded.model.generation_config
+        sampled = bool(getattr(defaults, "do_sample", False))
+        return Sampling(
+            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
+            temperature=_first(
+                config.temperature, getattr(defaults, "temperature", None) if sampled else 0.0, 1.0
+            ),
+            top_p=_first(config.top_p, getattr(defaults, "top_p", None) if sampled else None, 1.0),
+            top_k=_first(config.top_k, getattr(defaults, "top_k", None) if sampled else None, 0),
+            stop=tuple(config.stop_seqs or ()),
+            seed=config.seed,
+        )
+
+    def to_output(self, completion: Completion, tools: list[ToolInfo], *, with_logprobs: bool) -> ModelOutput:
+        message = HFHandler(self.model_name).parse_assistant_response(completion.text, tools)
+        message.model = self.model_name
+        at_context_end = len(completion.prompt_ids) + len(completion.response_ids) >= self.context
+        if completion.finish_reason == "length":
+            stop_reason = "model_length" if at_context_end else "max_tokens"
+        else:
+            stop_reason = "tool_calls" if message.tool_calls else "stop"
+        choice = ChatCompletionChoice(
+            message=message,
+            stop_reason=stop_reason,
+            logprobs=Logprobs(content=self._logprobs(completion)) if with_logprobs else None,
+        )
+        metadata = None
+        if self.options.return_token_ids:
+            metadata = {
+                "prompt_token_ids": completion.prompt_ids,
+                "response_token_ids": completion.response_ids,
+                "response_logprobs": completion.logprobs,
+            }
+        prompt_tokens, response_tokens = len(completion.prompt_ids), len(completion.response_ids)
+        usage = ModelUsage(
+            input_tokens=prompt_tokens,
+            output_tokens=response_tokens,
+            total_tokens=prompt_tokens + response_tokens,
+        )
+        return ModelOutput(model=self.model_name, choices=[choice], usage=usage, metadata=metadata)
+
+    def _logprobs(self, completion: Completion) -> list[Logprob]:
+        decode = self.loaded.tokenizer.decode
+        tops = completion.top_logprobs or [[] for _ in completion.response_ids]
+        entries = []
+        for token_id, logprob, top in zip(completion.response_ids, completion.logprobs, tops, strict=True):
+            text = decode([token_id])
+            alternatives = [
+                TopLogprob(token=decode([i]), logprob=lp, bytes=list(decode([i]).encode())) for i, lp in top
+            ]
+            entries.append(
+                Logprob(token=text, logprob=logprob, bytes=list(text.encode()), top_logprobs=alternatives)
+            )
+        return entries
+
+    def _overflow_output(self, error: str) -> ModelOutput:
+        logger.warning("local/%s: %s", self.model_name, error)
+        output = ModelOutput.from_content(model=self.model_name, content="", stop_reason="model_length")
+        output.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        output.metadata = {"error": error}
+        return output
+
+
+def _batch_runner(loaded: LoadedModel, context: int):
+    """The blocking batch function: requests are ``(prompt_ids, sampling, top_logprobs)``."""
+
+    def run_batch(requests: list[tuple[list[int], Sampling, int]]) -> list[Completion]:
+        return generate(
+            loaded.model,
+            loaded.tokenizer,
+            [prompt for prompt, _, _ in requests],
+            [sampling for _, sampling, _ in requests],
+            max_model_len=context,
+            top_logprobs=max(top for _, _, top in requests),
+        )
+
+    return run_batch
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)
+
+
+def _template_message(message: ChatMessage) -> dict[str, Any]:
+    """An Inspect message as a chat-template dict, tool calls in the Hugging Face ``{"function": ...}`` shape."""
+    data: dict[str, Any] = {"role": message.role, "content": message.text}
+    tool_calls = getattr(message, "tool_calls", None)
+    if tool_calls:
+        data["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.function, "arguments": c.arguments}}
+            for c in tool_calls
+        ]
+    if message.role == "tool":
+        data["tool_call_id"] = getattr(message, "tool_call_id", None)
+        data["name"] = getattr(message, "function", None)
+    return data
+
+
+def _template_tool(tool: ToolInfo) -> dict[str, Any]:
+    return {"type": "function", "function": json_schema_dump(tool, exclude=JSON_SCHEMA_EXTENDED_FIELDS)}

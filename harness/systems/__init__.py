@@ -11,7 +11,7 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from harness.systems import direct
+from harness.systems import direct, mars, mask, matpo, react, vc
 from harness.systems.inspect_adapter import InspectChat, store_episode
 from harness.systems.types import Chat, Episode, Toolbox
 
@@ -56,7 +56,25 @@ def register(spec: SystemSpec) -> SystemSpec:
     return spec
 
 
+TOOL_SETTINGS = ("search_backend", "index", "k")
+"""Options that configure the tools (passed to ``harness.tools.build_toolbox``) for systems that use tools."""
+
 register(SystemSpec(name="direct", run=direct.run, roles=(direct.ROLE,)))
+register(
+    SystemSpec(
+        name="react", run=react.run, roles=(react.ROLE,), tools=react.TOOLS, tool_settings=TOOL_SETTINGS
+    )
+)
+register(
+    SystemSpec(name="mars", run=mars.run, roles=mars.ROLES, tools=mars.TOOLS, tool_settings=TOOL_SETTINGS)
+)
+register(SystemSpec(name="vc", run=vc.run, roles=vc.ROLES))
+register(
+    SystemSpec(name="matpo", run=matpo.run, roles=matpo.ROLES, tools=matpo.TOOLS, tool_settings=TOOL_SETTINGS)
+)
+register(
+    SystemSpec(name="mask", run=mask.run, roles=mask.ROLES, tools=mask.TOOLS, tool_settings=TOOL_SETTINGS)
+)
 
 
 def get_system(name: str) -> SystemSpec:

@@ -1,0 +1,122 @@
+"""MARS (seeds/000): dual-system deep research. System 2 reasons and calls tools with a stated purpose; the tool
+outputs are token-counted, First-Fit-Decreasing packed into System-1 budget bins, and distilled by one System-1 call
+per bin, all in parallel; the distillates go back to System 2. Python output bypasses System 1 (§3.2.1, algorithm 1,
+appendix C.2). Ablation ``sys1=False`` hands System 2 the raw outputs (table 5).
+
+Pages: a tool output is split into pages at lines starting with a numbered result marker ``[1]``, ``[2]`` ... (the
+tools' numbered-results format); an output without markers is one page. Budget: ``sys1_budget`` is System 1's
+prompt length (23,552 tokens in the paper); each bin holds what is left after System 1's own prompt framing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from harness.binpack import first_fit_decreasing
+from harness.prompts import fill, load_prompt
+from harness.systems.parsing import strip_thinking
+from harness.systems.tokens import TokenMeter, token_meter
+from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+
+SYSTEM2 = "system2"
+SYSTEM1 = "system1"
+ROLES = (SYSTEM2, SYSTEM1)
+TOOLS = ("search", "scholar", "python")
+BYPASS_TOOLS = ("python",)
+"""Tools whose output goes straight back to System 2."""
+
+PAGE_START = re.compile(r"^(?=\[\d+\])", re.MULTILINE)
+PAGE_SEPARATOR = "\n\n"
+
+
+def split_pages(output: str) -> list[str]:
+    """The pages of one tool output (see the module docstring); blank text gives no page."""
+    return [page.strip() for page in PAGE_START.split(output) if page.strip()]
+
+
+def _sys1_messages(question: str, purpose: str, pages: list[str]) -> list[dict[str, str]]:
+    block = f"Purpose of the tool call: {purpose or '(not stated)'}\n\n" + PAGE_SEPARATOR.join(pages)
+    user = fill(load_prompt("mars_system1_user"), {"tool outputs": block, "question": question})
+    return [{"role": "system", "content": load_prompt("mars_system1")}, {"role": "user", "content": user}]
+
+
+def pack_pages(pages: list[str], capacity: int, meter: TokenMeter) -> list[tuple[list[int], list[str], bool]]:
+    """FFD bins of pages as (page indices, page texts, truncated?); a page over ``capacity`` is truncated alone."""
+    lengths = [meter.count(page) for page in pages]
+    packed = []
+    for indices in first_fit_decreasing(lengths, capacity):
+        over = len(indices) == 1 and lengths[indices[0]] > capacity
+        texts = [meter.truncate(pages[indices[0]], capacity)] if over else [pages[i] for i in indices]
+        packed.append((indices, texts, over))
+    return packed
+
+
+class _Distiller:
+    """System 1 for one episode: packs a request's pages and distils each bin in parallel."""
+
+    def __init__(self, recorder: EpisodeRecorder, meter: TokenMeter, budget: int):
+        self.recorder = recorder
+        self.meter = meter
+        self.budget = budget
+
+    def capacity(self, purpose: str) -> int:
+        framing = _sys1_messages(self.recorder.episode.question, purpose, [])
+        capacity = self.budget - sum(self.meter.count(m["content"]) for m in framing)
+        if capacity <= 0:
+            raise ValueError(
+                f"sys1_budget={self.budget} tokens leaves no room for tool outputs after System 1's prompt"
+            )
+        return capacity
+
+    async def distil(self, call: ModelCall, request: ToolRequest, index: int) -> str:
+        pages = [
+            page for result in request.results if result.error is None for page in split_pages(result.output)
+        ]
+        errors = [f"Tool error ({r.name}): {r.error}" for r in request.results if r.error is not None]
+        if not pages:
+            return "\n\n".join(errors) or "(the tool returned nothing)"
+        capacity = self.capacity(request.purpose)
+        bins = pack_pages(pages, capacity, self.meter)
+
+        async def one_bin(indices: list[int], texts: list[str], truncated: bool) -> str:
+            messages = _sys1_messages(self.recorder.episode.question, request.purpose, texts)
+            meta = {"request": index, "pages": indices, "truncated": truncated}
+            sys1_call = await self.recorder.ask(SYSTEM1, messages, parent=call.id, turn=call.turn, meta=meta)
+            return strip_thinking(sys1_call.reply.text)
+
+        distillates = await asyncio.gather(*(one_bin(*packed) for packed in bins))
+        return "\n\n".join([*errors, *distillates])
+
+
+async def run(
+    question: str,
+    chat: Chat,
+    toolbox: Toolbox,
+    *,
+    max_turns: int = 10,
+    sys1: bool = True,
+    sys1_budget: int = 23552,
+    tokenizer: str | None = None,
+) -> Episode:
+    """One MARS rollout; ``episode.final_answer`` is System 2's ``<answer>`` (``None`` if it never answered)."""
+    recorder = EpisodeRecorder("mars", question, chat, toolbox)
+    meter = token_meter(chat, tokenizer)
+    distiller = _Distiller(recorder, meter, sys1_budget)
+    recorder.episode.meta.update(
+        {"sys1": sys1, "token_counting": meter.description, "sys1_budget": sys1_budget}
+    )
+
+    async def observe(call: ModelCall, requests: list[ToolRequest]) -> str:
+        async def one(index: int, request: ToolRequest) -> str:
+            if not sys1 or request.error is not None or request.name in BYPASS_TOOLS:
+                return raw_result(request)
+            return await distiller.distil(call, request, index)
+
+        sections = await asyncio.gather(*(one(i, request) for i, request in enumerate(requests)))
+        return "\n\n".join(sections)
+
+    system_prompt = fill(load_prompt("mars_system2"), {"tool description": tool_description(toolbox)})
+    await tool_loop(recorder, role=SYSTEM2, system_prompt=system_prompt, max_turns=max_turns, observe=observe)
+    return recorder.episode

@@ -1,0 +1,150 @@
+"""MATPO (seeds/002): a planner whose only tool is ``search_and_browse(subtask)``; each call runs a nested worker
+rollout (search + scrape tools) whose system prompt recaps the user's query and which always ends with the structured
+final summary; the summary, thinking removed, is the planner's tool response. The planner answers in ``\\boxed{}``.
+
+Tool calls use the paper's MCP XML format (``<use_mcp_tool>`` with ``<server_name>``, ``<tool_name>``, JSON
+``<arguments>``), one per message; tool responses come back as user messages. The worker's ``google_search`` /
+``scrape`` map to our ``search`` / ``browse`` tools. Every worker call's parent is the planner call that delegated
+the subtask (the trainer broadcasts the planner's advantage along that link); ``meta["subtask"]`` numbers them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.prompts import fill, load_prompt
+from harness.systems.parsing import last_boxed, strip_thinking
+from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
+
+PLANNER = "planner"
+WORKER = "worker"
+ROLES = (PLANNER, WORKER)
+TOOLS = ("search", "browse")
+PLANNER_TOOL = "search_and_browse"
+WORKER_TOOLS = {"google_search": ("search", "q", "query"), "scrape": ("browse", "url", "url")}
+"""Worker tool name → (our tool, the paper's argument name, our argument name)."""
+
+_TOOL_USE = re.compile(r"<use_mcp_tool>(.*?)</use_mcp_tool>", re.DOTALL)
+
+
+@dataclass
+class McpCall:
+    """One parsed ``<use_mcp_tool>`` block (``error`` says why it could not be used)."""
+
+    tool: str
+    arguments: dict[str, Any]
+    error: str | None = None
+
+
+def parse_tool_use(text: str) -> McpCall | None:
+    """The first ``<use_mcp_tool>`` block of a reply (thinking excluded), or ``None`` when there is none."""
+    match = _TOOL_USE.search(strip_thinking(text))
+    if match is None:
+        return None
+    body = match.group(1)
+    tool = re.search(r"<tool_name>(.*?)</tool_name>", body, re.DOTALL)
+    arguments = re.search(r"<arguments>(.*?)</arguments>", body, re.DOTALL)
+    if tool is None or arguments is None:
+        return McpCall("?", {}, "a tool use needs <tool_name> and <arguments>")
+    try:
+        parsed = json.loads(arguments.group(1))
+    except json.JSONDecodeError as err:
+        return McpCall(tool.group(1).strip(), {}, f"<arguments> is not valid JSON ({err.msg})")
+    if not isinstance(parsed, dict):
+        return McpCall(tool.group(1).strip(), {}, "<arguments> must be a JSON object")
+    return McpCall(tool.group(1).strip(), parsed)
+
+
+def _user(content: str) -> Message:
+    return {"role": "user", "content": content}
+
+
+def _tool_response(text: str) -> Message:
+    return _user(fill(load_prompt("matpo_tool_response"), {"result": text}))
+
+
+async def _worker_tool(recorder: EpisodeRecorder, call: ModelCall, use: McpCall) -> str:
+    if use.error is not None:
+        return f"Tool error: {use.error}"
+    if use.tool not in WORKER_TOOLS:
+        return f"Tool error: unknown tool {use.tool!r}; available tools: {', '.join(sorted(WORKER_TOOLS))}"
+    ours, theirs, argument = WORKER_TOOLS[use.tool]
+    if theirs not in use.arguments:
+        return f"Tool error: {use.tool} needs the argument {theirs!r}"
+    result = await recorder.tool(ours, call=call.id, turn=call.turn, **{argument: str(use.arguments[theirs])})
+    return result.output if result.error is None else f"Tool error: {result.error}"
+
+
+async def _worker(
+    recorder: EpisodeRecorder, planner_call: ModelCall, subtask: str, index: int, max_turns: int
+) -> str:
+    """A nested worker rollout for ``subtask``; returns its final summary with thinking removed."""
+    question = recorder.episode.question
+    system = load_prompt("matpo_worker_system") + fill(
+        load_prompt("matpo_worker_recap"), {"main_query": question}
+    )
+    messages: list[Message] = [{"role": "system", "content": system}, _user(subtask)]
+    meta = {"subtask": index}
+    finished = False
+    for _ in range(max_turns):
+        call = await recorder.ask(WORKER, messages, parent=planner_call.id, turn=planner_call.turn, meta=meta)
+        messages = [*messages, {"role": "assistant", "content": call.reply.text}]
+        use = parse_tool_use(call.reply.text)
+        if use is None:
+            finished = True
+            break
+        messages = [*messages, _tool_response(await _worker_tool(recorder, call, use))]
+    failed = "" if finished else load_prompt("matpo_worker_failed").strip()
+    summary_prompt = fill(
+        load_prompt("matpo_worker_summary"),
+        {"main_query": question, "task_description": subtask, "failed_instruction": failed},
+    )
+    summary = await recorder.ask(
+        WORKER,
+        [*messages, _user(summary_prompt)],
+        parent=planner_call.id,
+        turn=planner_call.turn,
+        meta={**meta, "summary": True, "finished": finished},
+    )
+    return strip_thinking(summary.reply.text)
+
+
+async def run(
+    question: str,
+    chat: Chat,
+    toolbox: Toolbox,
+    *,
+    max_turns: int = 10,
+    worker_max_turns: int = 10,
+) -> Episode:
+    """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing)."""
+    if max_turns < 1 or worker_max_turns < 1:
+        raise ValueError(f"max_turns and worker_max_turns must be >= 1; got {max_turns}, {worker_max_turns}")
+    recorder = EpisodeRecorder("matpo", question, chat, toolbox)
+    messages: list[Message] = [
+        {"role": "system", "content": load_prompt("matpo_planner_system")},
+        _user(question),
+    ]
+    parent: int | None = None
+    subtasks = 0
+    for turn in range(max_turns):
+        call = await recorder.ask(PLANNER, messages, parent=parent, turn=turn)
+        parent = call.id
+        messages = [*messages, {"role": "assistant", "content": call.reply.text}]
+        use = parse_tool_use(call.reply.text)
+        if use is None:
+            answer = strip_thinking(call.reply.text)
+            recorder.episode.final_answer = last_boxed(answer) or answer
+            recorder.episode.meta.update({"stopped": "answer", "subtasks": subtasks})
+            return recorder.episode
+        if use.error is None and use.tool == PLANNER_TOOL and isinstance(use.arguments.get("subtask"), str):
+            subtasks += 1
+            response = await _worker(recorder, call, use.arguments["subtask"], subtasks, worker_max_turns)
+        else:
+            response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
+        messages = [*messages, _tool_response(response)]
+    recorder.episode.meta.update({"stopped": "turn_limit", "subtasks": subtasks})
+    return recorder.episode

@@ -1,0 +1,22 @@
+"""The react baseline: one agent with the same tools and tags as MARS System 2, raw tool outputs, no role split."""
+
+from __future__ import annotations
+
+from harness.prompts import fill, load_prompt
+from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+
+ROLE = "agent"
+TOOLS = ("search", "scholar", "browse", "python")
+
+
+async def run(question: str, chat: Chat, toolbox: Toolbox, *, max_turns: int = 10) -> Episode:
+    """One react rollout; ``episode.final_answer`` is the agent's ``<answer>`` (``None`` if it never answered)."""
+    recorder = EpisodeRecorder("react", question, chat, toolbox)
+
+    async def observe(_: ModelCall, requests: list[ToolRequest]) -> str:
+        return "\n\n".join(raw_result(request) for request in requests)
+
+    system_prompt = fill(load_prompt("react_system"), {"tool description": tool_description(toolbox)})
+    await tool_loop(recorder, role=ROLE, system_prompt=system_prompt, max_turns=max_turns, observe=observe)
+    return recorder.episode

@@ -1,0 +1,143 @@
+"""The reason → tool call → observe loop shared by MARS System 2 and the react baseline.
+
+The agent writes ``<think>``, then either ``<tool_call>{"name", "arguments", "purpose"}</tool_call>`` blocks or an
+``<answer>``. Tool calls run concurrently; an ``observe`` function turns their results into the text handed back in
+``<tool_response>`` (MARS distils it with System 1, react hands it back raw). A reply with neither a tool call nor
+an answer stays in the context and the agent continues (MARS algorithm 1, line 14). The loop stops at the first
+answer or after ``max_turns`` model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.prompts import fill, load_prompt
+from harness.systems.parsing import last_tag, tag_blocks
+from harness.systems.types import EpisodeRecorder, Message, ModelCall, Toolbox, ToolCall
+
+MULTI_QUERY_TOOLS = ("search", "scholar")
+"""Tools whose ``{"queries": [...]}`` argument runs one tool call per query (MARS: several queries per call)."""
+
+TOOL_DESCRIPTIONS = {
+    "search": 'web search; arguments {"queries": ["...", ...]} (or {"query": "..."}); returns the top pages',
+    "scholar": 'academic paper search; arguments {"queries": ["...", ...]} (or {"query": "..."})',
+    "browse": 'fetch a web page and return its main text; arguments {"url": "..."}',
+    "python": 'run Python code and return what it prints; arguments {"code": "..."}',
+    "retrieve": 'search the local document corpus; arguments {"query": "..."}',
+}
+
+
+@dataclass
+class ToolRequest:
+    """One ``<tool_call>`` block: what the agent asked for, or why it could not be understood."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    purpose: str = ""
+    error: str | None = None
+    results: list[ToolCall] = field(default_factory=list)
+    """The tool calls actually run for this request (one per query for multi-query tools)."""
+
+
+Observe = Callable[[ModelCall, list[ToolRequest]], Awaitable[str]]
+"""``observe(agent_call, executed_requests) -> text handed back to the agent``."""
+
+
+def parse_tool_calls(text: str) -> list[ToolRequest]:
+    """Every ``<tool_call>`` block as a request; malformed JSON becomes a request carrying an error message."""
+    requests = []
+    for block in tag_blocks(text, "tool_call"):
+        try:
+            payload = json.loads(block)
+        except json.JSONDecodeError as err:
+            requests.append(ToolRequest(name="?", error=f"the tool call is not valid JSON ({err.msg})"))
+            continue
+        if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
+            requests.append(ToolRequest(name="?", error='a tool call must be a JSON object with a "name"'))
+            continue
+        arguments = payload.get("arguments", {})
+        if not isinstance(arguments, dict):
+            requests.append(ToolRequest(name=payload["name"], error='"arguments" must be a JSON object'))
+            continue
+        requests.append(
+            ToolRequest(name=payload["name"], arguments=arguments, purpose=str(payload.get("purpose", "")))
+        )
+    return requests
+
+
+def tool_description(toolbox: Toolbox) -> str:
+    """The ``{tool description}`` section of an agent prompt, listing the tools in ``toolbox``."""
+    lines = [f"- {name}: {TOOL_DESCRIPTIONS.get(name, 'a tool')}" for name in toolbox.names()]
+    return fill(load_prompt("mars_tool_description"), {"tool list": "\n".join(lines)})
+
+
+def _argument_sets(request: ToolRequest) -> list[dict[str, Any]]:
+    queries = request.arguments.get("queries")
+    if request.name in MULTI_QUERY_TOOLS and isinstance(queries, list):
+        rest = {k: v for k, v in request.arguments.items() if k != "queries"}
+        return [{**rest, "query": str(query)} for query in queries]
+    return [request.arguments]
+
+
+async def execute(recorder: EpisodeRecorder, call: ModelCall, requests: list[ToolRequest]) -> None:
+    """Run every well-formed request's tool calls concurrently, filling ``request.results``."""
+
+    async def run(request: ToolRequest) -> None:
+        runs = [
+            recorder.tool(request.name, call=call.id, turn=call.turn, **arguments)
+            for arguments in _argument_sets(request)
+        ]
+        request.results = list(await asyncio.gather(*runs))
+
+    await asyncio.gather(*(run(request) for request in requests if request.error is None))
+
+
+def raw_result(request: ToolRequest) -> str:
+    """A request's results as the agent sees them without distillation (errors stated as tool errors)."""
+    if request.error is not None:
+        return f"Tool error: {request.error}"
+    parts = [
+        f"Tool error ({r.name}): {r.error}" if r.error is not None else r.output for r in request.results
+    ]
+    return "\n\n".join(parts)
+
+
+async def tool_loop(
+    recorder: EpisodeRecorder,
+    *,
+    role: str,
+    system_prompt: str,
+    max_turns: int,
+    observe: Observe,
+    sampling: dict[str, Any] | None = None,
+) -> None:
+    """Run the loop for ``role``; sets ``episode.final_answer`` from the first ``<answer>``."""
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+    episode = recorder.episode
+    messages: list[Message] = [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": episode.question},
+    ]
+    parent: int | None = None
+    for turn in range(max_turns):
+        call = await recorder.ask(role, messages, parent=parent, turn=turn, **(sampling or {}))
+        messages = [*messages, {"role": "assistant", "content": call.reply.text}]
+        parent = call.id
+        requests = parse_tool_calls(call.reply.text)
+        if requests:
+            await execute(recorder, call, requests)
+            observation = await observe(call, requests)
+            response = fill(load_prompt("mars_tool_response"), {"results": observation})
+            messages = [*messages, {"role": "user", "content": response}]
+            continue
+        answer = last_tag(call.reply.text, "answer")
+        if answer is not None:
+            episode.final_answer = answer
+            episode.meta["stopped"] = "answer"
+            return
+    episode.meta["stopped"] = "turn_limit"

@@ -1,0 +1,157 @@
+"""The V-C reasoning system of MarsRL (seeds/001 §2.1, §3.1; public code liushulinle/MarsRL): Solver → Verifier →
+Corrector → Verifier → ... until a candidate passes ``accept_after`` consecutive verifications.
+
+Faithful to the public inference code: only the text after ``</think>`` is handed on; the Solver gets the bare problem
+(no system prompt) and is retried when truncated; the Corrector continues the Solver's conversation with the bug
+report; a truncated Corrector ends the loop; at most ``max_iterations`` verify(/correct) iterations follow the first
+verification. Two deliberate fixes: the verdict is parsed strictly (``parse_verdict``: "Incorrect" is not
+"Correct"), and when nothing is accepted the final answer is the candidate the Verifier passed most often (the
+paper's rule; the latest such candidate on ties, the latest candidate if none ever passed) instead of nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.prompts import fill, load_prompt
+from harness.systems.parsing import strip_thinking
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+
+SOLVER = "solver"
+VERIFIER = "verifier"
+CORRECTOR = "corrector"
+ROLES = (SOLVER, VERIFIER, CORRECTOR)
+SOLVER_ANSWER = "solver"
+"""Name of the Solver's first answer in ``Episode.answers`` (stored as ``answer.solver``)."""
+
+_VERDICT_FIELD = re.compile(r"correctness", re.IGNORECASE)
+_VERDICT_WORD = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.IGNORECASE)
+
+
+def parse_verdict(report: str) -> bool | None:
+    """``True`` for Correct, ``False`` for Wrong, ``None`` when unparsable (which never counts as a pass).
+
+    The verdict is the last verdict word after the report's last "Correctness" field; whole words only, so
+    "Incorrect" and "not correct" are failures, never passes.
+    """
+    fields = list(_VERDICT_FIELD.finditer(report))
+    if not fields:
+        return None
+    words = _VERDICT_WORD.findall(report[fields[-1].end() :])
+    if not words:
+        return None
+    return words[-1].lower() == "correct"
+
+
+def bug_report(report: str) -> str:
+    """The part of a verification report the Corrector sees: everything before the ``**Correctness**`` field."""
+    head, marker, _ = report.rpartition("**Correctness**")
+    return head.strip() if marker else report.strip()
+
+
+@dataclass
+class _Candidate:
+    """A solution (Solver's or Corrector's) and how often the Verifier passed it."""
+
+    call: ModelCall
+    text: str
+    passes: int = 0
+
+
+async def _solve(recorder: EpisodeRecorder, question: str, attempts: int) -> ModelCall | None:
+    for attempt in range(attempts):
+        call = await recorder.ask(SOLVER, [{"role": "user", "content": question}], meta={"attempt": attempt})
+        if call.reply.finish_reason != "length":
+            return call
+    return None
+
+
+async def _verify(recorder: EpisodeRecorder, candidate: _Candidate, turn: int) -> tuple[ModelCall, bool]:
+    user = fill(
+        load_prompt("vc_verifier_user"), {"problem": recorder.episode.question, "solution": candidate.text}
+    )
+    messages = [
+        {"role": "system", "content": load_prompt("vc_verifier_system")},
+        {"role": "user", "content": user},
+    ]
+    call = await recorder.ask(VERIFIER, messages, parent=candidate.call.id, turn=turn)
+    truncated = call.reply.finish_reason == "length"
+    verdict = None if truncated else parse_verdict(strip_thinking(call.reply.text))
+    call.meta.update({"verdict": verdict, "truncated": truncated, "candidate": candidate.call.id})
+    passed = verdict is True
+    candidate.passes += passed
+    return call, passed
+
+
+async def _correct(
+    recorder: EpisodeRecorder, candidate: _Candidate, report: ModelCall, turn: int
+) -> ModelCall:
+    messages = [
+        {"role": "user", "content": recorder.episode.question},
+        {"role": "assistant", "content": candidate.text},
+        {
+            "role": "user",
+            "content": fill(
+                load_prompt("vc_correction"), {"bug_report": bug_report(strip_thinking(report.reply.text))}
+            ),
+        },
+    ]
+    return await recorder.ask(CORRECTOR, messages, parent=report.id, turn=turn)
+
+
+def _fallback(candidates: list[_Candidate]) -> _Candidate:
+    return max(reversed(candidates), key=lambda c: c.passes)
+
+
+async def run(
+    question: str,
+    chat: Chat,
+    toolbox: Toolbox,  # noqa: ARG001 - the V-C system uses no tools
+    *,
+    accept_after: int = 4,
+    max_iterations: int = 10,
+    solver_attempts: int = 3,
+) -> Episode:
+    """One V-C run; ``final_answer`` is the accepted (or fallback) solution, ``answers["solver"]`` the first one."""
+    if accept_after < 1 or max_iterations < 0 or solver_attempts < 1:
+        raise ValueError(
+            f"vc options must satisfy accept_after >= 1, max_iterations >= 0, solver_attempts >= 1; got "
+            f"accept_after={accept_after}, max_iterations={max_iterations}, solver_attempts={solver_attempts}"
+        )
+    recorder = EpisodeRecorder("vc", question, chat)
+    episode = recorder.episode
+    solved = await _solve(recorder, question, solver_attempts)
+    if solved is None:
+        episode.answers[SOLVER_ANSWER] = None
+        episode.meta.update({"outcome": "solver_truncated", "iterations": 0})
+        return episode
+    candidate = _Candidate(solved, strip_thinking(solved.reply.text))
+    candidates = [candidate]
+    episode.answers[SOLVER_ANSWER] = candidate.text
+    report, passed = await _verify(recorder, candidate, turn=0)
+    streak, outcome, iterations = int(passed), "iteration_limit", 0
+    while streak < accept_after and iterations < max_iterations:
+        iterations += 1
+        if not passed:
+            corrected = await _correct(recorder, candidate, report, turn=iterations)
+            if corrected.reply.finish_reason == "length":
+                outcome = "corrector_truncated"
+                break
+            candidate = _Candidate(corrected, strip_thinking(corrected.reply.text))
+            candidates.append(candidate)
+            streak = 0
+        report, passed = await _verify(recorder, candidate, turn=iterations)
+        streak = streak + 1 if passed else 0
+    accepted = streak >= accept_after
+    chosen = candidate if accepted else _fallback(candidates)
+    episode.final_answer = chosen.text
+    episode.meta.update(
+        {
+            "outcome": "accepted" if accepted else outcome,
+            "iterations": iterations,
+            "chosen_call": chosen.call.id,
+            "candidates": [{"call": c.call.id, "passes": c.passes} for c in candidates],
+        }
+    )
+    return episode

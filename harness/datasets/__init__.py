@@ -1,1 +1,21 @@
-"""harness/datasets package."""
+"""Benchmark datasets: one spec per benchmark (``specs``), the row formats of its sources (``formats``), and the
+loader (``loader.load_benchmark``) that reads a local file or folder, the Hugging Face Hub, or the bundled samples.
+"""
+
+from harness.datasets.files import MissingDataError
+from harness.datasets.formats import MalformedRowError
+from harness.datasets.hub import DatasetUnavailableError
+from harness.datasets.loader import SAMPLES, LoadedBenchmark, load_benchmark
+from harness.datasets.specs import BENCHMARKS, BenchmarkSpec, get_benchmark
+
+__all__ = [
+    "BENCHMARKS",
+    "SAMPLES",
+    "BenchmarkSpec",
+    "DatasetUnavailableError",
+    "LoadedBenchmark",
+    "MalformedRowError",
+    "MissingDataError",
+    "get_benchmark",
+    "load_benchmark",
+]

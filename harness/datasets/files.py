@@ -1,0 +1,83 @@
+"""Local benchmark files: find a benchmark's file in a data folder, read json / jsonl / parquet rows, hash files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.datasets.formats import MalformedRowError
+from harness.datasets.specs import BenchmarkSpec
+
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+class MissingDataError(FileNotFoundError):
+    """A local path given for a benchmark does not exist or does not hold the benchmark's file."""
+
+
+def find_benchmark_file(spec: BenchmarkSpec, location: Path) -> Path:
+    """The benchmark's file: ``location`` itself, or its preferred file inside the folder ``location``.
+
+    A folder may be the shared data root (``<root>/aime2025/aime2025_test.jsonl``) or the benchmark's own folder.
+    """
+    if not location.exists():
+        raise MissingDataError(
+            f"data path {str(location)!r} does not exist; pass -T data=<file or folder> for {spec.name}"
+        )
+    if location.is_file():
+        return location
+    for relative in spec.local_files:
+        for candidate in (location / relative, location / Path(relative).name):
+            if candidate.is_file():
+                return candidate
+    raise MissingDataError(
+        f"folder {str(location)!r} holds no {spec.name} file; expected one of {', '.join(spec.local_files)} "
+        f"(relative to the folder), or pass -T data=<file>"
+    )
+
+
+def read_rows(path: Path) -> list[Any]:
+    """All rows of a ``.jsonl``, ``.json`` (a list of objects) or ``.parquet`` file."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _read_jsonl(path)
+    if suffix == ".json":
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise MalformedRowError(str(path), 1, "(file)", f"is not valid JSON: {error}") from error
+        if not isinstance(rows, list):
+            raise MalformedRowError(
+                str(path), 1, "(file)", f"must be a JSON list of rows, got {type(rows).__name__}"
+            )
+        return rows
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    raise MissingDataError(f"{str(path)!r} is not a data file; expected one of {', '.join(DATA_SUFFIXES)}")
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    rows = []
+    with path.open(encoding="utf-8") as lines:
+        for line_number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise MalformedRowError(
+                    str(path), line_number, "(line)", f"is not valid JSON: {error}"
+                ) from error
+    return rows
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

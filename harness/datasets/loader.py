@@ -1,0 +1,189 @@
+"""Load a benchmark as Inspect samples, in the loader order, and say exactly what was loaded.
+
+Order: ``data=`` (a file or a folder) → ``MARA_DATA_DIR`` when it holds the benchmark → Hugging Face at the pinned
+revision → the bundled samples, only when asked for with ``data="samples"``. Rows are filtered by the benchmark's
+rules (text-only; the benchmark's rows of a mixed file), then by ``ids`` and ``limit``; nothing is dropped silently:
+the provenance records the source, its revision or file sha256, the row counts, and a sha256 of the id list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from harness.datasets.files import file_sha256, find_benchmark_file, read_rows
+from harness.datasets.formats import MalformedRowError, detect_format, record_to_sample, row_source
+from harness.datasets.hub import hub_rows, resolved_revision
+from harness.datasets.specs import BenchmarkSpec, RowFilter, get_benchmark
+
+SAMPLES = "samples"
+"""``data="samples"``: the small bundled sample file of the benchmark."""
+
+
+@dataclass(frozen=True)
+class LoadedBenchmark:
+    """The samples to run and the provenance recorded in the log's task metadata."""
+
+    dataset: MemoryDataset
+    provenance: dict[str, Any]
+
+
+def bundled_samples_path(benchmark: str) -> Path:
+    return Path(str(resources.files("harness.datasets").joinpath(SAMPLES, f"{benchmark}.jsonl")))
+
+
+def parse_ids(ids: str | int | Sequence[str | int] | None) -> list[str] | None:
+    """``ids`` as a list: a comma-separated string, a file of one id per line (``#`` comments), or a list."""
+    if ids is None:
+        return None
+    if isinstance(ids, int | float):
+        return [str(ids)]
+    if isinstance(ids, str):
+        path = Path(ids)
+        if "," not in ids and path.is_file():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            wanted = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+        else:
+            wanted = [part.strip() for part in ids.split(",") if part.strip()]
+    else:
+        wanted = [str(item).strip() for item in ids]
+    if not wanted:
+        raise ValueError(
+            f"ids={ids!r} names no ids; pass a comma-separated list or a file with one id per line"
+        )
+    return wanted
+
+
+def _samples_from_rows(
+    rows: list[Any], *, spec: BenchmarkSpec, origin: str, filters: Sequence[RowFilter]
+) -> tuple[list[Sample], int]:
+    """Samples of the rows belonging to ``spec`` (and passing ``filters``), plus the count before filtering."""
+    if not rows:
+        raise MalformedRowError(origin, 1, "(file)", "has no rows")
+    if not isinstance(rows[0], Mapping):
+        raise MalformedRowError(origin, 1, "(row)", f"is a {type(rows[0]).__name__}, expected an object")
+    row_format = detect_format(rows[0], origin)
+    samples: list[Sample] = []
+    first_row_of_id: dict[str, int] = {}
+    sources_seen: set[str] = set()
+    for row_number, row in enumerate(rows, start=1):
+        if not isinstance(row, Mapping):
+            raise MalformedRowError(
+                origin, row_number, "(row)", f"is a {type(row).__name__}, expected an object"
+            )
+        source = row_source(row, row_format)
+        if source is not None:
+            sources_seen.add(source)
+            if source.lower() not in spec.source_names:
+                continue
+        if not all(keep(row) for keep in filters):
+            continue
+        sample = record_to_sample(row, row_format, origin=origin, row_number=row_number, benchmark=spec.name)
+        sample_id = str(sample.id)
+        if sample_id in first_row_of_id:
+            raise MalformedRowError(
+                origin,
+                row_number,
+                row_format.ids[0] if row_format.ids else "(id)",
+                f"repeats id {sample_id!r} of row {first_row_of_id[sample_id]}; ids must be unique",
+            )
+        first_row_of_id[sample_id] = row_number
+        samples.append(sample)
+    if row_format.source is not None and not samples:
+        raise MalformedRowError(
+            origin,
+            1,
+            row_format.source,
+            f"names no {spec.name} rows (looked for {', '.join(spec.source_names)}; found {', '.join(sorted(sources_seen))})",
+        )
+    return samples, len(rows)
+
+
+def _local_location(spec: BenchmarkSpec, data: str | None) -> Path | None:
+    if data is not None and data != SAMPLES:
+        return find_benchmark_file(spec, Path(data).expanduser())
+    if data is None and os.environ.get("MARA_DATA_DIR"):
+        root = Path(os.environ["MARA_DATA_DIR"]).expanduser()
+        for relative in spec.local_files:
+            if (root / relative).is_file():
+                return root / relative
+    return None
+
+
+def _select(samples: list[Sample], wanted: list[str] | None, limit: int | None, origin: str) -> list[Sample]:
+    if wanted is not None:
+        by_id = {str(sample.id): sample for sample in samples}
+        missing = [item for item in wanted if item not in by_id]
+        if missing:
+            shown = ", ".join(missing[:10]) + (
+                f" (and {len(missing) - 10} more)" if len(missing) > 10 else ""
+            )
+            examples = ", ".join(list(by_id)[:3])
+            raise ValueError(f"ids not found in {origin}: {shown}; ids there look like: {examples}")
+        samples = [by_id[item] for item in dict.fromkeys(wanted)]
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit={limit!r} must be a positive integer")
+        samples = samples[:limit]
+    return samples
+
+
+def ids_sha256(samples: Sequence[Sample]) -> str:
+    """sha256 of the sample ids in run order, one per line."""
+    return hashlib.sha256("\n".join(str(sample.id) for sample in samples).encode("utf-8")).hexdigest()
+
+
+def load_benchmark(
+    benchmark: str,
+    *,
+    data: str | None = None,
+    ids: str | int | Sequence[str | int] | None = None,
+    limit: int | None = None,
+) -> LoadedBenchmark:
+    """The benchmark's samples (see the module docstring for the loader order) and their provenance."""
+    spec = get_benchmark(benchmark)
+    wanted = parse_ids(ids)
+    location = _local_location(spec, data)
+    filters = [spec.row_filter] if spec.row_filter else []
+    if location is not None:
+        origin = str(location)
+        source: dict[str, Any] = {"source": "local", "path": origin, "sha256": file_sha256(location)}
+        samples, rows_read = _samples_from_rows(
+            read_rows(location), spec=spec, origin=origin, filters=filters
+        )
+    elif data == SAMPLES:
+        path = bundled_samples_path(spec.name)
+        origin = f"bundled samples {path.name}"
+        source = {"source": "samples", "path": str(path), "sha256": file_sha256(path)}
+        samples, rows_read = _samples_from_rows(read_rows(path), spec=spec, origin=origin, filters=filters)
+    else:
+        origin = f"{spec.hf_path} ({spec.hf_config or 'default'}/{spec.split})"
+        hub_filters = [*filters, spec.hub_filter] if spec.hub_filter else filters
+        samples, rows_read = _samples_from_rows(hub_rows(spec), spec=spec, origin=origin, filters=hub_filters)
+        source = {
+            "source": "huggingface",
+            "hf_path": spec.hf_path,
+            "hf_config": spec.hf_config,
+            "split": spec.split,
+            "revision": resolved_revision(spec),
+        }
+    selected = _select(samples, wanted, limit, origin)
+    provenance = {
+        "benchmark": spec.name,
+        **source,
+        "rows_read": rows_read,
+        "rows_in_benchmark": len(samples),
+        "row_count": len(selected),
+        "ids_requested": wanted,
+        "limit": limit,
+        "ids_sha256": ids_sha256(selected),
+    }
+    dataset = MemoryDataset(selected, name=spec.name, location=origin, shuffled=False)
+    return LoadedBenchmark(dataset=dataset, provenance=provenance)

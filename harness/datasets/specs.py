@@ -1,0 +1,195 @@
+"""One spec per benchmark: where it lives on Hugging Face (id, config, split, pinned revision), which local files
+hold it, which rows belong to it, and the judge that scores it by default.
+
+Revisions: a real commit sha where one could be found; ``None`` otherwise, in which case the loader resolves the
+revision it actually read at load time and records it in the log's task metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+RowFilter = Callable[[Mapping[str, Any]], bool]
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def text_only(key: str) -> RowFilter:
+    """Keep rows whose attachment field ``key`` (an image, a file name) is absent or empty."""
+
+    def keep(row: Mapping[str, Any]) -> bool:
+        return _is_blank(row.get(key))
+
+    keep.__name__ = f"text_only[{key}]"
+    return keep
+
+
+@cache
+def _gaia_text_ids() -> frozenset[str]:
+    text = resources.files("harness.datasets").joinpath("gaia_text_103_ids.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def in_gaia_text_103(row: Mapping[str, Any]) -> bool:
+    """Keep the 103 GAIA-text validation questions (MATPO/WebThinker's subset) of the official 2023 set."""
+    return str(row.get("task_id")) in _gaia_text_ids()
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Everything the loader needs to know about one benchmark."""
+
+    name: str
+    hf_path: str
+    split: str
+    judge: str
+    local_files: tuple[str, ...]
+    """Candidate files inside a data folder (``<folder>/<benchmark dir>/<file>``), preferred first."""
+    hf_config: str | None = None
+    revision: str | None = None
+    gated: bool = False
+    row_filter: RowFilter | None = None
+    """Applied to every source (the text-only rule)."""
+    hub_filter: RowFilter | None = None
+    """Applied only to rows read from Hugging Face (picking a published subset out of the full split)."""
+    source_names: tuple[str, ...] = field(default=())
+    """This benchmark's name(s) in files mixing several benchmarks (verl ``data_source``)."""
+
+    @property
+    def hf_url(self) -> str:
+        return f"https://huggingface.co/datasets/{self.hf_path}"
+
+
+_FLASHRAG = "RUC-NLPIR/FlashRAG_datasets"
+
+
+def _flashrag(
+    name: str, config: str, split: str, files: tuple[str, ...], sources: tuple[str, ...]
+) -> BenchmarkSpec:
+    # FlashRAG_datasets publishes no release tags; the revision read is recorded at load time.
+    return BenchmarkSpec(
+        name=name,
+        hf_path=_FLASHRAG,
+        hf_config=config,
+        split=split,
+        judge="lexical",
+        local_files=files,
+        source_names=sources,
+    )
+
+
+BENCHMARKS: dict[str, BenchmarkSpec] = {
+    spec.name: spec
+    for spec in (
+        BenchmarkSpec(
+            name="hle",
+            hf_path="cais/hle",
+            split="test",
+            revision="5a81a4c7271a2a2a312b9a690f0c2fde837e4c29",
+            gated=True,
+            judge="hle",
+            local_files=("hle/hle_text_500_webthinker.json",),
+            row_filter=text_only("image"),
+        ),
+        BenchmarkSpec(
+            name="aime2025",
+            hf_path="math-ai/aime25",
+            split="test",
+            revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
+            judge="math",
+            local_files=("aime2025/aime2025_test.jsonl",),
+        ),
+        # Maxwell-Jia/AIME_2024 and ByteDance-Seed/BeyondAIME: no commit sha found; recorded at load time.
+        BenchmarkSpec(
+            name="aime2024",
+            hf_path="Maxwell-Jia/AIME_2024",
+            split="train",
+            judge="math",
+            local_files=("aime2024/aime2024_test.jsonl",),
+        ),
+        BenchmarkSpec(
+            name="beyond_aime",
+            hf_path="ByteDance-Seed/BeyondAIME",
+            split="test",
+            judge="math",
+            local_files=("beyond_aime/beyond_aime.jsonl",),
+        ),
+        BenchmarkSpec(
+            name="gaia",
+            hf_path="gaia-benchmark/GAIA",
+            hf_config="2023_all",
+            split="validation",
+            revision="682dd723ee1e1697e00360edccf2366dc8418dd9",
+            gated=True,
+            judge="gaia",
+            local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
+            row_filter=text_only("file_name"),
+            hub_filter=in_gaia_text_103,
+        ),
+        # callanwu/WebWalkerQA and google/frames-benchmark: no commit sha found; recorded at load time.
+        BenchmarkSpec(
+            name="webwalkerqa",
+            hf_path="callanwu/WebWalkerQA",
+            split="main",
+            judge="equivalence",
+            local_files=("webwalkerqa/webwalkerqa_test_680.json",),
+        ),
+        BenchmarkSpec(
+            name="frames",
+            hf_path="google/frames-benchmark",
+            split="test",
+            judge="equivalence",
+            local_files=("frames/frames_824.jsonl",),
+        ),
+        _flashrag(
+            "nq", "nq", "test", ("nq/nq_open_test_full_3610.json", "nq/nq_test_1k_subsample.jsonl"), ("nq",)
+        ),
+        _flashrag(
+            "triviaqa", "triviaqa", "test", ("triviaqa/triviaqa_test_1k_subsample.jsonl",), ("tq", "triviaqa")
+        ),
+        _flashrag("popqa", "popqa", "test", ("popqa/popqa_test_1k_subsample.jsonl",), ("popqa",)),
+        _flashrag(
+            "hotpotqa",
+            "hotpotqa",
+            "dev",
+            ("hotpotqa/hotpotqa_dev_full_7405.json", "hotpotqa/hotpotqa_500.jsonl"),
+            ("hotpotqa",),
+        ),
+        _flashrag(
+            "twowiki",
+            "2wikimultihopqa",
+            "dev",
+            ("2wikimultihopqa/2wiki_dev_full_12576.json", "2wikimultihopqa/2wiki_500.jsonl"),
+            ("2wiki", "2wikimultihopqa"),
+        ),
+        _flashrag(
+            "musique",
+            "musique",
+            "dev",
+            ("musique/musique_dev_full_2417.json", "musique/musique_500.jsonl"),
+            ("musique",),
+        ),
+        _flashrag(
+            "bamboogle",
+            "bamboogle",
+            "test",
+            ("bamboogle/bamboogle_test.jsonl", "bamboogle/bamboogle_r1searcher.jsonl"),
+            ("bamboogle",),
+        ),
+        _flashrag(
+            "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")
+        ),
+    )
+}
+
+
+def get_benchmark(name: str) -> BenchmarkSpec:
+    if name not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {name!r}; known benchmarks: {', '.join(sorted(BENCHMARKS))}")
+    return BENCHMARKS[name]

@@ -93,8 +93,8 @@ class Protocol:
     judge_options: Mapping[str, Any] = field(default_factory=dict)
     judge_model: str | None = None
     """The paper's judge model, bound to the ``grader`` role unless ``--model-role grader=`` says otherwise."""
-    system_limits: Mapping[str, int] = field(default_factory=dict)
-    """Turn/iteration bounds, passed to systems that take an option of that name."""
+    system_settings: Mapping[str, int] = field(default_factory=dict)
+    """The paper's turn/iteration bounds and loop settings, passed to systems that take an option of that name."""
 
     def epochs_spec(self) -> Epochs:
         return Epochs(self.epochs, make_reducers(self.reducers, self.epochs))
@@ -129,7 +129,7 @@ class Protocol:
             "epochs": self.epochs,
             "reducers": list(self.reducers),
             "generate": self.generate.model_dump(exclude_none=True),
-            "system_limits": dict(self.system_limits),
+            "system_settings": dict(self.system_settings),
         }
 
 
@@ -142,19 +142,22 @@ PROTOCOLS: dict[str, Protocol] = {
         ),
         Protocol(
             name="marsrl",
-            description="MarsRL: avg@32 at T 0.6, top-p 0.95, 64k output tokens; math answer matching.",
+            description=(
+                "MarsRL: avg@32 at T 0.6, top-p 0.95, 64k output tokens; math answer matching; "
+                "V-C loop of at most 10 iterations, accepting after 4 consecutive passes."
+            ),
             generate=GenerateConfig(temperature=0.6, top_p=0.95, max_tokens=65536),
             epochs=32,
             reducers=("avg@32",),
             judge="math",
-            system_limits={"max_iterations": 10},
+            system_settings={"max_iterations": 10, "accept_after": 4},
         ),
         Protocol(
             name="mars",
             description="MARS: official HLE judge prompt with GPT-4o as judge; at most 10 System-2 turns.",
             judge="hle",
             judge_model="openai/gpt-4o",
-            system_limits={"max_turns": 10},
+            system_settings={"max_turns": 10},
         ),
         Protocol(
             name="matpo",
@@ -170,7 +173,7 @@ PROTOCOLS: dict[str, Protocol] = {
             description="M-ASK: lexical F1/EM with M-ASK's yes/no variant; at most 5 search iterations.",
             judge="lexical",
             judge_options={"variant": "mask"},
-            system_limits={"max_iterations": 5},
+            system_settings={"max_iterations": 5},
         ),
         Protocol(
             name="quick",

@@ -1,0 +1,240 @@
+"""Loader behaviour on generated files: every row format, folder lookup, selection, provenance and bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.datasets import (
+    BENCHMARKS,
+    DatasetUnavailableError,
+    MalformedRowError,
+    MissingDataError,
+    load_benchmark,
+)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def write_json(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("benchmark_name", "row", "expected_id", "expected_input", "expected_target"),
+    [
+        ("nq", {"id": "t1", "question": "q?", "golden_answers": ["a", "b"]}, "t1", "q?", ["a", "b"]),
+        ("hotpotqa", {"idx": 7, "question": "q?", "answer": "a", "gen_text_store": ""}, "7", "q?", ["a"]),
+        ("ambigqa", {"question": "q?", "answer": ["a", "b"]}, "1", "q?", ["a", "b"]),
+        ("hle", {"id": 3, "Question": "Q", "answer": "x", "answer_type": "exactMatch"}, "3", "Q", ["x"]),
+        ("hle", {"id": "h1", "question": "Q", "answer": "x", "image": ""}, "h1", "Q", ["x"]),
+        ("aime2025", {"problem": "P", "answer": "70"}, "1", "P", ["70"]),
+        ("aime2024", {"ID": "2024-I-1", "Problem": "P", "Answer": 204}, "2024-I-1", "P", ["204"]),
+        ("beyond_aime", {"input": "P", "query": "P", "ans_box": 33124147, "qid": 9}, "9", "P", ["33124147"]),
+        ("beyond_aime", {"problem": "P", "answer": "12345678"}, "1", "P", ["12345678"]),
+        ("frames", {"id": "wiki_0", "question": "Q", "answer": "Jane"}, "wiki_0", "Q", ["Jane"]),
+        ("frames", {"Unnamed: 0": 4, "Prompt": "Q", "Answer": "Jane"}, "4", "Q", ["Jane"]),
+        ("webwalkerqa", {"Question": "Q", "answer": "long answer", "lang": "en"}, "1", "Q", ["long answer"]),
+        (
+            "gaia",
+            {"task_id": "g1", "Question": "Q", "Final answer": "6", "Level": 1, "file_name": ""},
+            "g1",
+            "Q",
+            ["6"],
+        ),
+        ("gaia", {"task_id": "g2", "Question": "Q", "answer": "6", "Level": 2}, "g2", "Q", ["6"]),
+    ],
+)
+def test_every_row_format_becomes_the_expected_sample(
+    tmp_path, benchmark_name, row, expected_id, expected_input, expected_target
+):
+    path = write_jsonl(tmp_path / "rows.jsonl", [row])
+    sample = load_benchmark(benchmark_name, data=str(path)).dataset[0]
+    assert (sample.id, sample.input, sample.target) == (expected_id, expected_input, expected_target)
+    assert sample.metadata["benchmark"] == benchmark_name
+
+
+def test_verl_parquet_keeps_only_the_benchmarks_rows_and_splits_answers(tmp_path):
+    def row(source: str, index: str, question: str, truth: str) -> dict:
+        return {
+            "data_source": source,
+            "prompt": [{"role": "user", "content": question}],
+            "ability": "qa",
+            "reward_model": {"ground_truth": truth, "style": "rule"},
+            "extra_info": {"index": index, "split": "test"},
+        }
+
+    rows = [
+        row("tq", "tq_1", "Who wrote it?", "twain<|answer_split|>mark twain"),
+        row("nq", "nq_1", "Where?", "paris"),
+        row("tq", "tq_2", "When?", "1999"),
+    ]
+    path = tmp_path / "mix.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    loaded = load_benchmark("triviaqa", data=str(path))
+    assert [s.id for s in loaded.dataset] == ["tq_1", "tq_2"]
+    assert loaded.dataset[0].target == ["twain", "mark twain"]
+    assert loaded.dataset[0].input == "Who wrote it?"
+    assert (loaded.provenance["rows_read"], loaded.provenance["row_count"]) == (3, 2)
+    with pytest.raises(MalformedRowError, match=r"names no musique rows .*found nq, tq"):
+        load_benchmark("musique", data=str(path))
+
+
+def test_a_folder_is_searched_for_the_benchmarks_preferred_file(tmp_path):
+    write_jsonl(
+        tmp_path / "nq" / "nq_test_1k_subsample.jsonl",
+        [{"id": "s", "question": "q", "golden_answers": ["a"]}],
+    )
+    write_json(tmp_path / "nq" / "nq_open_test_full_3610.json", [{"question": "q1", "answer": ["a"]}] * 2)
+    from_root = load_benchmark("nq", data=str(tmp_path))
+    assert from_root.provenance["path"].endswith("nq_open_test_full_3610.json")
+    assert from_root.provenance["row_count"] == 2
+    from_own_folder = load_benchmark("nq", data=str(tmp_path / "nq"))
+    assert from_own_folder.provenance["path"] == from_root.provenance["path"]
+
+
+def test_mara_data_dir_is_used_when_no_data_is_given(tmp_path, monkeypatch):
+    write_jsonl(tmp_path / "aime2025" / "aime2025_test.jsonl", [{"problem": "P", "answer": "1"}])
+    monkeypatch.setenv("MARA_DATA_DIR", str(tmp_path))
+    assert load_benchmark("aime2025").provenance["source"] == "local"
+
+
+def test_provenance_records_file_hash_counts_and_id_list_hash(tmp_path):
+    rows = [{"id": f"r{i}", "question": f"q{i}", "golden_answers": ["a"]} for i in range(5)]
+    path = write_jsonl(tmp_path / "f.jsonl", rows)
+    loaded = load_benchmark("bamboogle", data=str(path), ids="r3,r1", limit=1)
+    provenance = loaded.provenance
+    assert provenance["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert (provenance["rows_read"], provenance["rows_in_benchmark"], provenance["row_count"]) == (5, 5, 1)
+    assert provenance["ids_requested"] == ["r3", "r1"] and provenance["limit"] == 1
+    assert provenance["ids_sha256"] == hashlib.sha256(b"r3").hexdigest()
+    assert [s.id for s in loaded.dataset] == ["r3"]
+
+
+def test_ids_can_come_from_a_file(tmp_path):
+    path = write_jsonl(tmp_path / "f.jsonl", [{"problem": f"p{i}", "answer": str(i)} for i in range(4)])
+    id_file = tmp_path / "ids.txt"
+    id_file.write_text("# my subset\n4\n\n2\n", encoding="utf-8")
+    loaded = load_benchmark("aime2025", data=str(path), ids=str(id_file))
+    assert [s.target for s in loaded.dataset] == [["3"], ["1"]]
+
+
+def test_text_only_rules_drop_attachment_rows(tmp_path):
+    rows = [
+        {"task_id": "a", "Question": "Q", "Final answer": "1", "Level": 1, "file_name": ""},
+        {"task_id": "b", "Question": "Q", "Final answer": "1", "Level": 1, "file_name": "sheet.xlsx"},
+    ]
+    loaded = load_benchmark("gaia", data=str(write_jsonl(tmp_path / "g.jsonl", rows)))
+    assert [s.id for s in loaded.dataset] == ["a"]
+    hle_rows = [
+        {"id": "x", "question": "Q", "answer": "1", "image": "data:image/png;base64,AAA"},
+        {"id": "y", "question": "Q", "answer": "1", "image": ""},
+    ]
+    assert [
+        s.id for s in load_benchmark("hle", data=str(write_jsonl(tmp_path / "h.jsonl", hle_rows))).dataset
+    ] == ["y"]
+
+
+def test_bundled_samples_are_small_and_gaia_samples_are_synthetic():
+    for name in BENCHMARKS:
+        loaded = load_benchmark(name, data="samples")
+        assert 1 <= loaded.provenance["rows_read"] <= 10, name
+        assert loaded.provenance["source"] == "samples"
+    gaia = load_benchmark("gaia", data="samples").dataset
+    assert all("synthetic" in str(sample.id) for sample in gaia)
+
+
+# --- bad input: each error names what to fix -------------------------------------------------------------
+
+
+def test_malformed_row_names_file_row_and_field(tmp_path):
+    rows = [{"id": "1", "question": "q", "golden_answers": ["a"]}, {"id": "2", "question": "q"}]
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(
+        MalformedRowError, match=r"bad\.jsonl, row 2: field 'golden_answers' is missing"
+    ) as info:
+        load_benchmark("nq", data=str(path))
+    assert (info.value.row_number, info.value.field) == (2, "golden_answers")
+
+
+def test_empty_answer_and_broken_json_are_malformed(tmp_path):
+    path = write_jsonl(
+        tmp_path / "e.jsonl", [{"problem": "p", "answer": "1"}, {"problem": "p", "answer": ""}]
+    )
+    with pytest.raises(MalformedRowError, match=r"row 2: field 'answer' must be a non-empty"):
+        load_benchmark("aime2025", data=str(path))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"problem": "p", "answer": "1"}\n{"problem": \n', encoding="utf-8")
+    with pytest.raises(MalformedRowError, match=r"broken\.jsonl, row 2: field '\(line\)' is not valid JSON"):
+        load_benchmark("aime2025", data=str(broken))
+
+
+def test_duplicate_ids_are_malformed(tmp_path):
+    rows = [{"id": "x", "question": "q", "answer": "a"}, {"id": "x", "question": "q2", "answer": "b"}]
+    with pytest.raises(MalformedRowError, match=r"row 2: field 'id' repeats id 'x' of row 1"):
+        load_benchmark("frames", data=str(write_jsonl(tmp_path / "d.jsonl", rows)))
+
+
+def test_unknown_format_lists_the_known_ones(tmp_path):
+    with pytest.raises(MalformedRowError, match=r"row 1: field 'question/answer' not found.*known formats"):
+        load_benchmark("frames", data=str(write_jsonl(tmp_path / "u.jsonl", [{"q": "x", "a": "y"}])))
+
+
+def test_missing_local_path_is_a_clear_error(tmp_path):
+    with pytest.raises(MissingDataError, match=r"does not exist; pass -T data="):
+        load_benchmark("frames", data=str(tmp_path / "nowhere.jsonl"))
+    with pytest.raises(
+        MissingDataError, match=r"holds no frames file; expected one of frames/frames_824.jsonl"
+    ):
+        load_benchmark("frames", data=str(tmp_path))
+
+
+def test_ids_not_found_are_listed(tmp_path):
+    path = write_jsonl(tmp_path / "f.jsonl", [{"id": "a", "question": "q", "answer": "x"}])
+    with pytest.raises(ValueError, match=r"ids not found in .*f\.jsonl: zz, yy; ids there look like: a"):
+        load_benchmark("frames", data=str(path), ids="zz,yy")
+
+
+@pytest.mark.parametrize("limit", [0, -3, "ten"])
+def test_bad_limit_is_rejected(tmp_path, limit):
+    path = write_jsonl(tmp_path / "f.jsonl", [{"id": "a", "question": "q", "answer": "x"}])
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        load_benchmark("frames", data=str(path), limit=limit)
+
+
+def test_gated_dataset_without_token_says_to_set_hf_token(monkeypatch, tmp_path):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # no stored token either
+    with pytest.raises(DatasetUnavailableError, match=r"gated dataset .*set HF_TOKEN.*-T data="):
+        load_benchmark("gaia")
+
+
+def test_offline_hub_miss_suggests_a_local_copy(monkeypatch, tmp_path):
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(
+        DatasetUnavailableError, match=r"could not load math-ai/aime25.*HF_HUB_OFFLINE.*-T data="
+    ):
+        load_benchmark("aime2025")
+
+
+def test_unknown_benchmark_lists_known_ones():
+    with pytest.raises(
+        ValueError, match=r"unknown benchmark 'aime2026'; known benchmarks: aime2024, aime2025"
+    ):
+        load_benchmark("aime2026")

@@ -1,0 +1,98 @@
+"""Protocol presets, reducer parsing and the maj@k reducer on hand-built epoch scores."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from inspect_ai.scorer import Score
+
+from harness.protocols import PROTOCOLS, get_protocol, majority_answer, make_reducers
+
+
+def test_presets_carry_the_papers_settings():
+    marsrl = get_protocol("marsrl")
+    assert (marsrl.epochs, marsrl.reducers, marsrl.judge) == (32, ("avg@32",), "math")
+    assert (marsrl.generate.temperature, marsrl.generate.top_p) == (0.6, 0.95)
+    assert marsrl.system_settings == {"max_iterations": 10, "accept_after": 4}
+    mars = get_protocol("mars")
+    assert (mars.judge, mars.judge_model, mars.system_settings) == ("hle", "openai/gpt-4o", {"max_turns": 10})
+    matpo = get_protocol("matpo")
+    assert (matpo.epochs, matpo.generate.temperature, matpo.judge, matpo.judge_model) == (
+        8,
+        1.0,
+        "simpleqa",
+        "openai/gpt-4o-mini",
+    )
+    mask = get_protocol("mask")
+    assert (mask.judge, dict(mask.judge_options), mask.system_settings) == (
+        "lexical",
+        {"variant": "mask"},
+        {"max_iterations": 5},
+    )
+    quick = get_protocol("quick")
+    assert (quick.epochs, quick.generate.max_tokens) == (1, 512)
+    assert get_protocol(None).name == "default"
+
+
+def test_unknown_protocol_lists_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown protocol 'marsr'; valid protocols: default, marsrl, mars"):
+        get_protocol("marsr")
+    assert set(PROTOCOLS) == {"default", "marsrl", "mars", "matpo", "mask", "quick"}
+
+
+def test_epoch_override_moves_avg_and_maj_to_the_new_k():
+    overridden = get_protocol("marsrl").with_overrides(epochs=4)
+    assert (overridden.epochs, overridden.reducers) == (4, ("avg",))
+    assert overridden.epochs_spec().epochs == 4
+    explicit = get_protocol("quick").with_overrides(epochs=8, reducers="avg@8,pass@1,pass@4,maj@8")
+    names = [getattr(r, "__registry_info__", None) for r in explicit.epochs_spec().reducer]
+    assert len(names) == 4
+
+
+@pytest.mark.parametrize(
+    ("names", "epochs", "message"),
+    [
+        ("pass@5", 4, r"needs 1 <= k <= epochs \(4\)"),
+        ("avg@8", 4, r"k must equal epochs \(4\)"),
+        ("median", 4, r"unknown reducer 'median'; valid reducers: avg@k"),
+        ("", 4, "names no reducer"),
+    ],
+)
+def test_bad_reducers_are_rejected(names, epochs, message):
+    with pytest.raises(ValueError, match=message):
+        make_reducers(names, epochs)
+
+
+@pytest.mark.parametrize("epochs", [0, -1, "many", True])
+def test_bad_epochs_are_rejected(epochs):
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        get_protocol("quick").with_overrides(epochs=epochs)
+
+
+def _score(value: float | str, answer: str | None) -> Score:
+    return Score(value=value, answer=answer)
+
+
+def test_majority_answer_takes_the_value_of_the_most_common_answer():
+    reduce = majority_answer()
+    scores = [_score(0, "5"), _score(1, "70"), _score(0, "5"), _score(1, "70"), _score(0, "5")]
+    reduced = reduce(scores)
+    assert (reduced.value, reduced.answer) == (0, "5")
+    assert reduced.metadata["votes"] == {"5": 3, "70": 2}
+
+
+def test_majority_ties_go_to_the_answer_that_sorts_first_whatever_the_epoch_order():
+    forward = [_score("I", "9"), _score("C", "16"), _score("I", "9"), _score("C", "16")]
+    for scores in (forward, list(reversed(forward))):
+        reduced = majority_answer()(scores)
+        assert (reduced.value, reduced.answer) == ("C", "16")
+
+
+def test_majority_ignores_unscored_epochs_and_counts_missing_answers_as_a_vote():
+    reduce = majority_answer()
+    scores = [_score(math.nan, None), _score(0, None), _score(0, None), _score(1, "4")]
+    reduced = reduce(scores)
+    assert (reduced.value, reduced.answer, reduced.metadata["votes"]) == (0, None, {"": 2, "4": 1})
+    all_unscored = reduce([_score(math.nan, None), _score(math.nan, "3")])
+    assert math.isnan(all_unscored.value)

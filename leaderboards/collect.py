@@ -1,0 +1,261 @@
+"""Read Inspect logs (a local folder or any fsspec URL) into leaderboard rows.
+
+One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
+dataset hash), judged how (scorers and judge model), the metrics with 95% CIs, and every sample's score reduced
+over epochs (mean), keyed by sample id so that runs can be compared pairwise. Identity comes from the task
+metadata written by :mod:`leaderboards.run` when present, else from the task args and the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import fsspec
+from inspect_ai.log import (
+    EvalLog,
+    EvalSampleSummary,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample_summaries,
+)
+from inspect_ai.scorer import value_to_float
+
+from leaderboards.run import META_CHECKPOINT, META_NIGHT, META_SUITE, META_TASK
+
+Z95 = 1.959963984540054
+ANSWER_CHARS = 500
+MEAN_METRICS = frozenset({"accuracy", "mean"})
+"""Metrics whose CI follows from Inspect's ``stderr`` metric (the standard error of the mean score)."""
+
+_to_float = value_to_float()
+
+
+class SkippedLogWarning(UserWarning):
+    """A log that could not be collected (corrupted, partial or unfinished); the message names it."""
+
+
+class UnusableLog(ValueError):
+    """Raised by :func:`read_run` for a log that cannot become a row."""
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    score: str
+    metric: str
+    value: float
+    stderr: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass(frozen=True)
+class SampleScore:
+    score: str
+    sample_id: str
+    value: float
+    answer: str | None = None
+
+
+@dataclass
+class RunRecord:
+    """One evaluated log, flattened for the history store."""
+
+    log_hash: str
+    log_location: str
+    checkpoint: str
+    model: str
+    task: str
+    inspect_task: str
+    system: str
+    protocol: str
+    judge: str
+    judge_model: str | None
+    dataset_hash: str
+    code_version: str | None
+    created: datetime
+    night: str
+    suite: str | None
+    headline_score: str | None
+    headline_metric: str | None
+    metrics: list[MetricValue] = field(default_factory=list)
+    samples: list[SampleScore] = field(default_factory=list)
+
+    @property
+    def headline(self) -> MetricValue | None:
+        return next(
+            (m for m in self.metrics if (m.score, m.metric) == (self.headline_score, self.headline_metric)),
+            None,
+        )
+
+
+def list_logs(location: str) -> list[str]:
+    """Every Inspect log (``.eval`` and ``.json``) under ``location``, oldest first."""
+    return [info.name for info in list_eval_logs(location, recursive=True, descending=False)]
+
+
+def file_hash(location: str) -> str:
+    """SHA-256 of the log's bytes: the key that makes ingestion idempotent."""
+    digest = hashlib.sha256()
+    with fsspec.open(location, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def collect(location: str) -> Iterator[RunRecord]:
+    """Rows for every usable log under ``location``; unusable ones are skipped with a :class:`SkippedLogWarning`."""
+    for path in list_logs(location):
+        record = read_run_or_warn(path)
+        if record is not None:
+            yield record
+
+
+def read_run_or_warn(path: str, log_hash: str | None = None) -> RunRecord | None:
+    try:
+        return read_run(path, log_hash)
+    except UnusableLog as error:
+        warnings.warn(f"skipping log {path}: {error}", SkippedLogWarning, stacklevel=2)
+        return None
+
+
+def read_run(path: str, log_hash: str | None = None) -> RunRecord:
+    """The row for one log; raises :class:`UnusableLog` for a corrupted, partial or unfinished log."""
+    try:
+        log = read_eval_log(path, header_only=True)
+    except Exception as error:  # any parse failure means the file is corrupted or truncated
+        raise UnusableLog(f"cannot be read ({type(error).__name__}: {error})") from error
+    if log.status != "success" or log.results is None:
+        raise UnusableLog(f"status is {log.status!r} (partial or unfinished run)")
+    try:
+        summaries = read_eval_log_sample_summaries(path)
+    except Exception as error:
+        raise UnusableLog(f"samples cannot be read ({type(error).__name__}: {error})") from error
+    samples = _reduced_samples(summaries)
+    metadata = log.eval.metadata or {}
+    task_args = log.eval.task_args or {}
+    headline = log.results.headline
+    first_score = log.results.scores[0] if log.results.scores else None
+    return RunRecord(
+        log_hash=log_hash or file_hash(path),
+        log_location=path,
+        checkpoint=str(metadata.get(META_CHECKPOINT) or log.eval.model),
+        model=log.eval.model,
+        task=str(metadata.get(META_TASK) or log.eval.task),
+        inspect_task=log.eval.task,
+        system=str(task_args.get("system") or metadata.get("system") or _plan_name(log)),
+        protocol=str(task_args.get("protocol") or metadata.get("protocol") or "default"),
+        judge=str(metadata.get("judge") or ",".join(sorted(s.name for s in log.eval.scorers or []))),
+        judge_model=_judge_model(log),
+        dataset_hash=str(metadata.get("dataset_hash") or _dataset_hash(summaries)),
+        code_version=_code_version(log),
+        created=datetime.fromisoformat(log.eval.created),
+        night=str(metadata.get(META_NIGHT) or log.eval.created[:10]),
+        suite=metadata.get(META_SUITE),
+        headline_score=headline.score if headline else (first_score.name if first_score else None),
+        headline_metric=headline.metric if headline else _first_metric(first_score),
+        metrics=_metrics(log, samples),
+        samples=samples,
+    )
+
+
+def _reduced_samples(summaries: list[EvalSampleSummary]) -> list[SampleScore]:
+    """Per (score, sample id): the mean over epochs of the numeric score; unscored samples are left out."""
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    answers: dict[tuple[str, str], str | None] = {}
+    for summary in summaries:
+        if summary.error or not summary.scores:
+            continue
+        for name, score in summary.scores.items():
+            items = score.value.items() if isinstance(score.value, dict) else [(name, score.value)]
+            for score_name, raw in items:
+                value = _numeric(raw)
+                if value is None:
+                    continue
+                key = (score_name, str(summary.id))
+                values[key].append(value)
+                answers.setdefault(key, score.answer[:ANSWER_CHARS] if score.answer else None)
+    return [
+        SampleScore(score=k[0], sample_id=k[1], value=sum(v) / len(v), answer=answers[k])
+        for k, v in values.items()
+    ]
+
+
+def _numeric(raw: object) -> float | None:
+    if raw is None or isinstance(raw, list | dict):
+        return None
+    value = _to_float(raw)
+    return None if math.isnan(value) else float(value)
+
+
+def _metrics(log: EvalLog, samples: list[SampleScore]) -> list[MetricValue]:
+    by_score: dict[str, list[float]] = defaultdict(list)
+    for sample in samples:
+        by_score[sample.score].append(sample.value)
+    metrics = []
+    for score in log.results.scores if log.results else []:
+        stderr_metric = score.metrics.get("stderr")
+        stderr = stderr_metric.value if stderr_metric else _stderr(by_score.get(score.name, []))
+        for name, metric in score.metrics.items():
+            value = float(metric.value)
+            if name in MEAN_METRICS and stderr is not None and not math.isnan(stderr):
+                metrics.append(
+                    MetricValue(score.name, name, value, stderr, value - Z95 * stderr, value + Z95 * stderr)
+                )
+            else:
+                metrics.append(MetricValue(score.name, name, value))
+    return metrics
+
+
+def _stderr(values: list[float]) -> float | None:
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
+
+
+def _first_metric(score) -> str | None:
+    return next(iter(score.metrics), None) if score else None
+
+
+def _dataset_hash(summaries: list[EvalSampleSummary]) -> str:
+    """SHA-256 over the sorted (id, input, target) of the samples: changes whenever the evaluated set changes."""
+    rows = sorted({(str(s.id), _text(s.input), json.dumps(s.target)) for s in summaries})
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps([getattr(message, "text", str(message)) for message in value])  # type: ignore[union-attr]
+
+
+def _judge_model(log: EvalLog) -> str | None:
+    roles = log.eval.model_roles or {}
+    grader = roles.get("grader")
+    if grader is None:
+        return None
+    configs = grader if isinstance(grader, list) else [grader]
+    return ",".join(config.model for config in configs)
+
+
+def _code_version(log: EvalLog) -> str | None:
+    metadata = log.eval.metadata or {}
+    if metadata.get("code_version"):
+        return str(metadata["code_version"])
+    revision = log.eval.revision
+    if revision is None:
+        return None
+    return revision.commit[:12] + ("-dirty" if revision.dirty else "")
+
+
+def _plan_name(log: EvalLog) -> str:
+    steps = log.plan.steps if log.plan else []
+    return "+".join(step.solver for step in steps) or "default"

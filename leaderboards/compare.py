@@ -1,0 +1,164 @@
+"""Compare tonight's runs with their baselines and flag statistically significant regressions.
+
+A comparison pairs a candidate run with a baseline run on the same task, system and protocol: the previous night
+of the same checkpoint, a run from ``--baseline`` logs, or another checkpoint named in the suite's ``comparisons``.
+Runs on a different dataset (hash) or judged differently are "not comparable" — never a regression. Comparable
+pairs are tested on their common sample ids (:mod:`leaderboards.stats`) and the p-values of the whole night are
+adjusted together (Holm or BH) before deciding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from leaderboards.stats import PairedTest, adjust, paired_drop_test
+from leaderboards.store import HistoryStore, Run
+from leaderboards.suite import Suite
+
+REGRESSION = "regression"
+NO_REGRESSION = "no regression"
+NOT_COMPARABLE = "not comparable"
+SHOWN_FLIPS = 20
+
+
+@dataclass(frozen=True)
+class SampleFlip:
+    """A sample the candidate scored lower than the baseline, with both answers (model text: escape it)."""
+
+    sample_id: str
+    baseline_value: float
+    candidate_value: float
+    baseline_answer: str | None
+    candidate_answer: str | None
+
+
+@dataclass
+class Comparison:
+    kind: str
+    candidate: Run
+    baseline: Run
+    score: str | None
+    status: str = NO_REGRESSION
+    reason: str | None = None
+    test: PairedTest | None = None
+    p_adjusted: float | None = None
+    flips: list[SampleFlip] = field(default_factory=list)
+
+
+def compare_pair(store: HistoryStore, candidate: Run, baseline: Run, kind: str) -> Comparison:
+    """Test one candidate against one baseline (unadjusted); checks comparability first."""
+    score = candidate.headline_score
+    comparison = Comparison(kind=kind, candidate=candidate, baseline=baseline, score=score)
+    reason = _not_comparable_reason(candidate, baseline)
+    if reason is None:
+        candidate_scores = store.sample_scores(candidate.id, score)
+        baseline_scores = store.sample_scores(baseline.id, score)
+        common = sorted(set(candidate_scores) & set(baseline_scores))
+        if not common:
+            reason = f"no common scored samples for score {score!r}"
+        else:
+            base = np.array([baseline_scores[i][0] for i in common])
+            cand = np.array([candidate_scores[i][0] for i in common])
+            comparison.test = paired_drop_test(base, cand, seed=_seed(candidate, baseline))
+            comparison.flips = _flips(common, baseline_scores, candidate_scores)
+    if reason is not None:
+        comparison.status, comparison.reason = NOT_COMPARABLE, reason
+    return comparison
+
+
+def decide(
+    comparisons: list[Comparison], alpha: float = 0.05, correction: str = "holm", min_effect: float = 0.0
+) -> list[Comparison]:
+    """Adjust the p-values of all comparable comparisons together and mark the significant drops."""
+    tested = [c for c in comparisons if c.test is not None]
+    for comparison, p_adjusted in zip(
+        tested, adjust([c.test.p_value for c in tested], correction), strict=True
+    ):
+        comparison.p_adjusted = p_adjusted
+        dropped = comparison.test.delta < -min_effect
+        comparison.status = REGRESSION if p_adjusted < alpha and dropped else NO_REGRESSION
+    return comparisons
+
+
+def nightly_comparisons(
+    store: HistoryStore, night: str, suite: Suite | None = None, baseline_runs: list[Run] | None = None
+) -> list[Comparison]:
+    """Every comparison for ``night``: each series vs its baseline, plus the suite's checkpoint pairs, decided."""
+    tonight = _latest_by_series(
+        [r for r in store.runs(night=night) if suite is None or r.suite in (None, suite.name)]
+    )
+    comparisons = []
+    for candidate in tonight.values():
+        baseline, kind = _baseline_for(store, candidate, baseline_runs)
+        if baseline is not None:
+            comparisons.append(compare_pair(store, candidate, baseline, kind))
+    for pair in suite.comparisons if suite else ():
+        for (checkpoint, *rest), candidate in tonight.items():
+            reference = tonight.get((pair.baseline, *rest))
+            if checkpoint == pair.candidate and reference is not None:
+                comparisons.append(compare_pair(store, candidate, reference, "checkpoint pair"))
+    settings = suite.settings if suite else None
+    return decide(
+        comparisons,
+        alpha=settings.alpha if settings else 0.05,
+        correction=settings.correction if settings else "holm",
+        min_effect=settings.min_effect if settings else 0.0,
+    )
+
+
+def _baseline_for(
+    store: HistoryStore, candidate: Run, baseline_runs: list[Run] | None
+) -> tuple[Run | None, str]:
+    if baseline_runs is not None:
+        matching = [r for r in baseline_runs if r.series == candidate.series and r.id != candidate.id]
+        return (matching[-1] if matching else None), "baseline logs"
+    earlier = [
+        r
+        for r in store.runs(
+            checkpoint=candidate.checkpoint,
+            task=candidate.task,
+            system=candidate.system,
+            protocol=candidate.protocol,
+        )
+        if r.night < candidate.night
+    ]
+    return (earlier[-1] if earlier else None), "previous night"
+
+
+def _latest_by_series(runs: list[Run]) -> dict[tuple[str, str, str, str], Run]:
+    latest: dict[tuple[str, str, str, str], Run] = {}
+    for run in runs:  # oldest first, so the last one wins
+        latest[run.series] = run
+    return latest
+
+
+def _not_comparable_reason(candidate: Run, baseline: Run) -> str | None:
+    if candidate.dataset_hash != baseline.dataset_hash:
+        return f"dataset changed (hash {baseline.dataset_hash} → {candidate.dataset_hash})"
+    if (candidate.judge, candidate.judge_model) != (baseline.judge, baseline.judge_model):
+        return (
+            f"judge changed ({baseline.judge} / {baseline.judge_model or 'no judge model'} → "
+            f"{candidate.judge} / {candidate.judge_model or 'no judge model'})"
+        )
+    if candidate.headline_score is None or candidate.headline_score != baseline.headline_score:
+        return f"headline score differs ({baseline.headline_score} → {candidate.headline_score})"
+    return None
+
+
+def _flips(common: list[str], baseline_scores: dict, candidate_scores: dict) -> list[SampleFlip]:
+    flips = [
+        SampleFlip(
+            i, baseline_scores[i][0], candidate_scores[i][0], baseline_scores[i][1], candidate_scores[i][1]
+        )
+        for i in common
+        if candidate_scores[i][0] < baseline_scores[i][0]
+    ]
+    flips.sort(key=lambda f: (f.candidate_value - f.baseline_value, f.sample_id))
+    return flips[:SHOWN_FLIPS]
+
+
+def _seed(candidate: Run, baseline: Run) -> int:
+    return int(hashlib.sha256(f"{candidate.log_hash}{baseline.log_hash}".encode()).hexdigest()[:8], 16)

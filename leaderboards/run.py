@@ -1,0 +1,120 @@
+"""Run a suite through Inspect's ``eval_set``: one task per checkpoint × task × system × protocol.
+
+Each task carries the leaderboard identity in its metadata (suite, checkpoint, leaderboard task name, night) so that
+the logs can be collected without the suite file. ``eval_set`` is resumable: a second call into the same log
+directory only runs what is missing or failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, eval_set, task_with
+from inspect_ai.model import get_model
+
+from leaderboards.suite import Checkpoint, Suite, SuiteError, SuiteTask
+
+META_SUITE = "leaderboard_suite"
+META_CHECKPOINT = "checkpoint"
+META_TASK = "leaderboard_task"
+META_NIGHT = "night"
+
+
+def load_task_function(spec: str, search_dirs: tuple[Path, ...] = ()) -> Callable[..., Task]:
+    """The ``@task`` function named by ``file.py@name`` (relative paths tried in ``search_dirs``) or ``module:name``."""
+    if "@" in spec:
+        file_part, name = spec.rsplit("@", 1)
+        module = _import_file(_find_file(file_part, search_dirs))
+    else:
+        module_name, name = spec.rsplit(":", 1)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise SuiteError(f"task {spec!r}: cannot import module {module_name!r}: {error}") from error
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise SuiteError(f"task {spec!r}: no task function {name!r} in {module.__name__}")
+    return function
+
+
+def build_tasks(suite: Suite, night: str) -> list[Task]:
+    """The Inspect tasks for one night of ``suite``, each bound to its checkpoint's model and roles."""
+    search_dirs = (Path.cwd(),) + ((suite.source.parent,) if suite.source else ())
+    tasks = []
+    for suite_task in suite.tasks:
+        function = load_task_function(suite_task.task, search_dirs)
+        for checkpoint in suite.checkpoints:
+            for system in suite_task.systems:
+                for protocol in suite_task.protocols:
+                    tasks.append(
+                        _bound_task(function, suite, suite_task, checkpoint, system, protocol, night)
+                    )
+    return tasks
+
+
+def run_suite(suite: Suite, log_dir: str, night: str, display: str = "none") -> bool:
+    """Run (or resume) one night of ``suite`` into ``log_dir``; True when every task finished successfully."""
+    options: dict[str, Any] = dict(suite.settings.eval)
+    success, _logs = eval_set(build_tasks(suite, night), log_dir=log_dir, display=display, **options)
+    return bool(success)
+
+
+def _bound_task(
+    function: Callable[..., Task],
+    suite: Suite,
+    suite_task: SuiteTask,
+    checkpoint: Checkpoint,
+    system: str | None,
+    protocol: str | None,
+    night: str,
+) -> Task:
+    args = dict(suite_task.args)
+    if system is not None:
+        args["system"] = system
+    if protocol is not None:
+        args["protocol"] = protocol
+    try:
+        task = function(**args)
+    except TypeError as error:
+        raise SuiteError(f"task {suite_task.name!r} ({suite_task.task}): bad args {args}: {error}") from error
+    metadata = {
+        **(task.metadata or {}),
+        META_SUITE: suite.name,
+        META_CHECKPOINT: checkpoint.name,
+        META_TASK: suite_task.name,
+        META_NIGHT: night,
+    }
+    model = (
+        get_model(checkpoint.model, **checkpoint.model_args) if checkpoint.model_args else checkpoint.model
+    )
+    return task_with(task, model=model, model_roles=dict(checkpoint.roles) or None, metadata=metadata)
+
+
+def _find_file(file_part: str, search_dirs: tuple[Path, ...]) -> Path:
+    candidate = Path(file_part)
+    if candidate.is_absolute() and candidate.is_file():
+        return candidate
+    for directory in search_dirs:
+        if (directory / candidate).is_file():
+            return (directory / candidate).resolve()
+    tried = ", ".join(str(d / candidate) for d in search_dirs) or file_part
+    raise SuiteError(f"task file {file_part!r} not found (tried {tried})")
+
+
+def _import_file(path: Path):
+    module_name = "leaderboard_tasks_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SuiteError(f"task file {path} cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,204 @@
+"""Render the leaderboard history as a static site (``index.html`` + ``assets/``) and a Markdown summary.
+
+The page needs no server: tables per task with 95% CIs and links to the Inspect logs, trend plots per checkpoint
+over nights, tonight's comparisons (with the samples that got worse), and the cross-solver matrix as a table and a
+heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
+:func:`markdown_text` (Markdown).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from leaderboards.compare import REGRESSION, Comparison
+from leaderboards.plots import TrendPoint, heat_map, trend_plot
+from leaderboards.store import HistoryStore, Run
+from leaderboards.suite import CrossSolver
+
+LINKABLE_SCHEMES = ("http", "https")
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    run: Run
+    rank: int
+    log_href: str | None
+
+
+@dataclass
+class TaskBoard:
+    task: str
+    metric: str
+    rows: list[BoardRow]
+    trend_png: str
+
+
+@dataclass
+class CrossSolverView:
+    system: str
+    tasks: list[str]
+    rows: list[tuple[str, list[tuple[float | None, float | None]]]]
+    heat_map_png: str
+
+
+@dataclass
+class SiteView:
+    title: str
+    night: str
+    generated: str
+    comparisons: list[Comparison]
+    boards: list[TaskBoard]
+    cross_solver: CrossSolverView | None = None
+    regressions: list[Comparison] = field(default_factory=list)
+
+
+def render_site(
+    store: HistoryStore,
+    out_dir: Path,
+    night: str,
+    comparisons: list[Comparison],
+    title: str = "mara-bench leaderboard",
+    cross_solver: CrossSolver | None = None,
+    suite_name: str | None = None,
+) -> Path:
+    """Write ``out_dir/index.html``, its ``assets/`` and ``out_dir/summary.md``; returns the HTML path.
+
+    With ``suite_name`` the site shows that suite's runs (and runs ingested from logs of no suite) only.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    assets = out_dir / "assets"
+    if assets.exists():
+        shutil.rmtree(assets)
+    assets.mkdir()
+    shutil.copyfile(resources.files("leaderboards") / "templates" / "style.css", assets / "style.css")
+    runs = [r for r in store.runs() if suite_name is None or r.suite in (None, suite_name)]
+    view = SiteView(
+        title=title,
+        night=night,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        comparisons=comparisons,
+        boards=_boards(runs, out_dir, assets),
+        cross_solver=_cross_solver(store, runs, cross_solver, assets) if cross_solver else None,
+        regressions=[c for c in comparisons if c.status == REGRESSION],
+    )
+    environment = _environment()
+    index = out_dir / "index.html"
+    index.write_text(environment.get_template("index.html.j2").render(view=view))
+    (out_dir / "summary.md").write_text(render_markdown(view))
+    return index
+
+
+def render_markdown(view: SiteView) -> str:
+    """The CI-comment summary: tonight's regressions, not-comparable pairs and each task's leader."""
+    environment = Environment(
+        loader=PackageLoader("leaderboards", "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["md"] = markdown_text
+    return environment.get_template("summary.md.j2").render(view=view)
+
+
+def markdown_text(value: object) -> str:
+    """Model- or user-provided text made inert in Markdown (GitHub renders HTML and links in comments)."""
+    text = html.escape(str(value), quote=True).replace("\n", " ")
+    return re.sub(r"([\\`*_{}\[\]()#+!|~])", r"\\\1", text)
+
+
+def log_href(location: str, out_dir: Path) -> str | None:
+    """A link to an Inspect log: a relative path for local files, the URL for http(s), else no link."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        path = Path(unquote(parsed.path) if parsed.scheme else location)
+        return Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()
+    return location if parsed.scheme in LINKABLE_SCHEMES else None
+
+
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("leaderboards", "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+    )
+    environment.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}f}"
+    return environment
+
+
+def _boards(runs: list[Run], out_dir: Path, assets: Path) -> list[TaskBoard]:
+    by_task: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        by_task[run.task].append(run)
+    boards = []
+    for index, (task, task_runs) in enumerate(sorted(by_task.items())):
+        latest: dict[tuple, Run] = {}
+        nightly: dict[str, dict[str, TrendPoint]] = defaultdict(dict)
+        for run in task_runs:  # oldest first: later runs replace earlier ones
+            latest[run.series] = run
+            if run.headline_value is not None:
+                nightly[_series_label(run)][run.night] = TrendPoint(
+                    run.night, run.headline_value, run.headline_ci_low, run.headline_ci_high
+                )
+        ranked = sorted(
+            latest.values(), key=lambda r: -(r.headline_value if r.headline_value is not None else -1)
+        )
+        rows = [
+            BoardRow(run, rank + 1, log_href(run.log_location, out_dir)) for rank, run in enumerate(ranked)
+        ]
+        metric = ranked[0].headline_metric or "score"
+        png = trend_plot(
+            assets / f"trend-{index}.png",
+            f"{task} — {metric} by night",
+            {label: list(points.values()) for label, points in nightly.items()},
+            metric,
+        )
+        boards.append(TaskBoard(task=task, metric=metric, rows=rows, trend_png=f"assets/{png.name}"))
+    return boards
+
+
+def _cross_solver(store: HistoryStore, runs: list[Run], spec: CrossSolver, assets: Path) -> CrossSolverView:
+    latest: dict[tuple[str, str], Run] = {}
+    for run in runs:
+        if run.system == spec.system:
+            latest[(run.checkpoint, run.task)] = run
+    rows = []
+    for checkpoint in spec.checkpoints:
+        cells = []
+        for task in spec.tasks:
+            run = latest.get((checkpoint, task))
+            cells.append(
+                (_alone_value(store, run, spec.alone_score), run.headline_value) if run else (None, None)
+            )
+        rows.append((checkpoint, cells))
+    columns = [f"{task} · {part}" for task in spec.tasks for part in ("alone", spec.system)]
+    values = [[value for cell in cells for value in cell] for _, cells in rows]
+    png = heat_map(
+        assets / "cross-solver.png", f"solver alone vs {spec.system}", spec.checkpoints, columns, values
+    )
+    return CrossSolverView(
+        system=spec.system, tasks=list(spec.tasks), rows=rows, heat_map_png=f"assets/{png.name}"
+    )
+
+
+def _alone_value(store: HistoryStore, run: Run, alone_score: str) -> float | None:
+    """The solver-alone result stored in the system's run: its metric for ``alone_score``, else the sample mean."""
+    for metric in store.metrics(run.id):
+        if metric.score == alone_score and metric.metric == run.headline_metric:
+            return metric.value
+    values = [value for value, _answer in store.sample_scores(run.id, alone_score).values()]
+    return sum(values) / len(values) if values else None
+
+
+def _series_label(run: Run) -> str:
+    return f"{run.checkpoint} · {run.system} · {run.protocol}"

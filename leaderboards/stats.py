@@ -1,0 +1,110 @@
+"""Paired regression statistics: is the candidate significantly worse than the baseline on the same samples?
+
+- binary per-sample scores (0/1): exact one-sided McNemar test on the discordant pairs
+  (b = baseline right & candidate wrong, c = the reverse; p = P[Binomial(b + c, 1/2) >= b]);
+- other scores (partial credit, avg@k means): one-sided paired bootstrap of the mean difference
+  (resampling the per-sample differences; p = share of centred resampled means at or below the observed one);
+- the effect size is the mean paired difference (candidate − baseline) with a 95% CI
+  (Wald on paired differences for McNemar, bootstrap percentiles for the bootstrap);
+- multiple comparisons across a suite: Holm (family-wise error) or Benjamini–Hochberg (false discovery rate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest
+
+Z95 = 1.959963984540054
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A one-sided test of "candidate < baseline" on ``n`` paired samples."""
+
+    test: str
+    n: int
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+def paired_drop_test(baseline: np.ndarray, candidate: np.ndarray, seed: int = 0) -> PairedTest:
+    """Test whether ``candidate`` (per-sample scores) is lower than ``baseline`` on the same samples."""
+    baseline = np.asarray(baseline, dtype=float)
+    candidate = np.asarray(candidate, dtype=float)
+    if baseline.shape != candidate.shape or baseline.ndim != 1:
+        raise ValueError(
+            f"paired scores must be two 1-d arrays of equal length, got {baseline.shape} and {candidate.shape}"
+        )
+    if baseline.size == 0:
+        raise ValueError("paired test needs at least one common sample")
+    if _is_binary(baseline) and _is_binary(candidate):
+        return mcnemar_drop(baseline, candidate)
+    return bootstrap_drop(baseline, candidate, seed=seed)
+
+
+def mcnemar_drop(baseline: np.ndarray, candidate: np.ndarray) -> PairedTest:
+    """Exact one-sided McNemar test for 0/1 scores."""
+    lost = int(np.sum((baseline == 1) & (candidate == 0)))
+    gained = int(np.sum((baseline == 0) & (candidate == 1)))
+    p_value = binomtest(lost, lost + gained, 0.5, alternative="greater").pvalue if lost + gained else 1.0
+    differences = candidate - baseline
+    delta, half_width = _wald(differences)
+    return PairedTest("mcnemar", baseline.size, delta, delta - half_width, delta + half_width, float(p_value))
+
+
+def bootstrap_drop(
+    baseline: np.ndarray, candidate: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
+) -> PairedTest:
+    """One-sided paired bootstrap test of the mean difference, with a percentile 95% CI."""
+    differences = candidate - baseline
+    n = differences.size
+    delta = float(differences.mean())
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    chunk = max(1, 2_000_000 // n)
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        means[start:stop] = differences[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    # under H0 (no change) the resampled means centred on delta are the null distribution of the mean
+    p_value = (1 + np.sum(means - delta <= delta)) / (resamples + 1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return PairedTest("paired bootstrap", n, delta, float(low), float(high), float(min(1.0, p_value)))
+
+
+def adjust(p_values: list[float], method: str = "holm") -> list[float]:
+    """Multiplicity-adjusted p-values (``holm`` or ``bh``), in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    if method == "holm":
+        running = 0.0
+        for rank, index in enumerate(order):
+            running = max(running, min(1.0, (m - rank) * p_values[index]))
+            adjusted[index] = running
+    elif method == "bh":
+        running = 1.0
+        for rank in range(m - 1, -1, -1):
+            index = order[rank]
+            running = min(running, m * p_values[index] / (rank + 1))
+            adjusted[index] = min(1.0, running)
+    else:
+        raise ValueError(f"unknown multiple-comparison method {method!r}; use 'holm' or 'bh'")
+    return adjusted
+
+
+def _wald(differences: np.ndarray) -> tuple[float, float]:
+    n = differences.size
+    delta = float(differences.mean())
+    if n < 2:
+        return delta, math.inf
+    return delta, Z95 * float(differences.std(ddof=1)) / math.sqrt(n)
+
+
+def _is_binary(values: np.ndarray) -> bool:
+    return bool(np.all((values == 0) | (values == 1)))

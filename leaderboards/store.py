@@ -1,0 +1,278 @@
+"""The leaderboard history: runs, their metrics and per-sample scores in any SQLAlchemy database.
+
+SQLite is the default (WAL journal, write transactions taken with ``BEGIN IMMEDIATE`` and a busy timeout, so two
+ingesters can share one file). Ingestion is idempotent: a run is keyed by the SHA-256 of its log file, checked
+before the log is parsed and enforced by a unique constraint, so a log ingested twice (or by two processes at once)
+is stored once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import (
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+from leaderboards.collect import (
+    MetricValue,
+    RunRecord,
+    SampleScore,
+    SkippedLogWarning,
+    UnusableLog,
+    file_hash,
+    list_logs,
+    read_run,
+)
+
+SQLITE_BUSY_TIMEOUT_S = 60
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    log_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    log_location: Mapped[str] = mapped_column(Text)
+    checkpoint: Mapped[str] = mapped_column(String(300))
+    model: Mapped[str] = mapped_column(String(300))
+    task: Mapped[str] = mapped_column(String(200))
+    inspect_task: Mapped[str] = mapped_column(String(200))
+    system: Mapped[str] = mapped_column(String(100))
+    protocol: Mapped[str] = mapped_column(String(100))
+    judge: Mapped[str] = mapped_column(String(300))
+    judge_model: Mapped[str | None] = mapped_column(String(300))
+    dataset_hash: Mapped[str] = mapped_column(String(64))
+    code_version: Mapped[str | None] = mapped_column(String(100))
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    night: Mapped[str] = mapped_column(String(40))
+    suite: Mapped[str | None] = mapped_column(String(200))
+    headline_score: Mapped[str | None] = mapped_column(String(200))
+    headline_metric: Mapped[str | None] = mapped_column(String(200))
+    headline_value: Mapped[float | None] = mapped_column(Float)
+    headline_ci_low: Mapped[float | None] = mapped_column(Float)
+    headline_ci_high: Mapped[float | None] = mapped_column(Float)
+    n_samples: Mapped[int] = mapped_column(Integer)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_runs_series", "task", "checkpoint", "system", "protocol", "night"),)
+
+    @property
+    def series(self) -> tuple[str, str, str, str]:
+        """What makes two runs the same line on the leaderboard over nights."""
+        return (self.checkpoint, self.task, self.system, self.protocol)
+
+
+class Metric(Base):
+    __tablename__ = "metrics"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    score: Mapped[str] = mapped_column(String(200))
+    metric: Mapped[str] = mapped_column(String(200))
+    value: Mapped[float] = mapped_column(Float)
+    stderr: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+
+
+class SampleRow(Base):
+    __tablename__ = "sample_scores"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    score: Mapped[str] = mapped_column(String(200))
+    sample_id: Mapped[str] = mapped_column(String(300))
+    value: Mapped[float] = mapped_column(Float)
+    answer: Mapped[str | None] = mapped_column(Text)
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion pass did; ``skipped`` names the unusable logs, ``hashes`` are the stored logs' keys."""
+
+    added: list[str] = field(default_factory=list)
+    already_present: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+
+
+def database_url(value: str) -> str:
+    """A SQLAlchemy URL from ``value``: a URL is kept, a plain path becomes a SQLite file URL."""
+    return value if "://" in value else f"sqlite:///{Path(value).resolve()}"
+
+
+class HistoryStore:
+    """Runs over nights in one database (``sqlite:///history.sqlite`` or e.g. ``postgresql+psycopg://…``)."""
+
+    def __init__(self, url: str):
+        self.url = database_url(url)
+        self.engine = _engine(self.url)
+        Base.metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def has_log(self, log_hash: str) -> bool:
+        with Session(self.engine) as session:
+            return session.scalar(select(Run.id).where(Run.log_hash == log_hash)) is not None
+
+    def ingest(self, location: str) -> IngestReport:
+        """Add every usable log under ``location`` not yet stored; warns (naming it) for each unusable log."""
+        report = IngestReport()
+        for path in list_logs(location):
+            try:
+                log_hash = file_hash(path)
+            except OSError as error:
+                _warn_skipped(path, f"cannot be opened ({error})", report)
+                continue
+            if self.has_log(log_hash):
+                report.already_present.append(path)
+                report.hashes.append(log_hash)
+                continue
+            try:
+                record = read_run(path, log_hash)
+            except UnusableLog as error:
+                _warn_skipped(path, str(error), report)
+                continue
+            (report.added if self.add(record) else report.already_present).append(path)
+            report.hashes.append(log_hash)
+        return report
+
+    def add(self, record: RunRecord) -> bool:
+        """Store one run; False when a run with the same log hash is already stored (by us or a concurrent writer)."""
+        headline = record.headline
+        try:
+            with Session(self.engine) as session, session.begin():
+                run = Run(
+                    log_hash=record.log_hash,
+                    log_location=record.log_location,
+                    checkpoint=record.checkpoint,
+                    model=record.model,
+                    task=record.task,
+                    inspect_task=record.inspect_task,
+                    system=record.system,
+                    protocol=record.protocol,
+                    judge=record.judge,
+                    judge_model=record.judge_model,
+                    dataset_hash=record.dataset_hash,
+                    code_version=record.code_version,
+                    created=record.created,
+                    night=record.night,
+                    suite=record.suite,
+                    headline_score=record.headline_score,
+                    headline_metric=record.headline_metric,
+                    headline_value=headline.value if headline else None,
+                    headline_ci_low=headline.ci_low if headline else None,
+                    headline_ci_high=headline.ci_high if headline else None,
+                    n_samples=len({s.sample_id for s in record.samples}),
+                    ingested_at=datetime.now(UTC),
+                )
+                session.add(run)
+                session.flush()
+                if record.metrics:
+                    session.execute(insert(Metric), [_metric_row(run.id, m) for m in record.metrics])
+                if record.samples:
+                    session.execute(insert(SampleRow), [_sample_row(run.id, s) for s in record.samples])
+        except IntegrityError:
+            return False
+        return True
+
+    def runs(self, **filters: str) -> list[Run]:
+        """Runs matching equality ``filters`` on run columns, oldest first."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            query = select(Run).order_by(Run.created, Run.id)
+            for column, value in filters.items():
+                query = query.where(getattr(Run, column) == value)
+            return list(session.scalars(query))
+
+    def run_for_log(self, log_hash: str) -> Run | None:
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.scalar(select(Run).where(Run.log_hash == log_hash))
+
+    def metrics(self, run_id: int) -> list[Metric]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.scalars(select(Metric).where(Metric.run_id == run_id).order_by(Metric.id)))
+
+    def sample_scores(self, run_id: int, score: str) -> dict[str, tuple[float, str | None]]:
+        """``{sample_id: (value, answer)}`` of one score of one run."""
+        with Session(self.engine) as session:
+            rows = session.execute(
+                select(SampleRow.sample_id, SampleRow.value, SampleRow.answer).where(
+                    SampleRow.run_id == run_id, SampleRow.score == score
+                )
+            )
+            return {sample_id: (value, answer) for sample_id, value, answer in rows}
+
+    def count(self, table: type[Base]) -> int:
+        with Session(self.engine) as session:
+            return int(session.scalar(select(func.count()).select_from(table)) or 0)
+
+
+def _metric_row(run_id: int, metric: MetricValue) -> dict:
+    return {
+        "run_id": run_id,
+        "score": metric.score,
+        "metric": metric.metric,
+        "value": metric.value,
+        "stderr": metric.stderr,
+        "ci_low": metric.ci_low,
+        "ci_high": metric.ci_high,
+    }
+
+
+def _sample_row(run_id: int, sample: SampleScore) -> dict:
+    return {
+        "run_id": run_id,
+        "score": sample.score,
+        "sample_id": sample.sample_id,
+        "value": sample.value,
+        "answer": sample.answer,
+    }
+
+
+def _warn_skipped(path: str, reason: str, report: IngestReport) -> None:
+    warnings.warn(f"skipping log {path}: {reason}", SkippedLogWarning, stacklevel=3)
+    report.skipped.append(path)
+
+
+def _engine(url: str) -> Engine:
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _sqlite_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # let SQLAlchemy's BEGIN below start transactions
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -1,0 +1,42 @@
+"""Sparse retrieval with BM25 (bm25s). Defaults k1 = 0.9, b = 0.4 are Pyserini's, which FlashRAG's BM25 uses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from harness.retrieval.base import RetrievalIndex
+from harness.retrieval.store import Manifest, PassageStore
+
+BM25_DIR = "bm25"
+DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stopwords": "en"}
+
+
+def _tokenize(texts: Sequence[str], stopwords: str, progress: bool) -> list[list[str]]:
+    return bm25s.tokenize(list(texts), stopwords=stopwords, return_ids=False, show_progress=progress)
+
+
+def index_passages(directory: Path, params: dict, progress: bool) -> None:
+    """Tokenise every passage of an index directory and write the BM25 index under ``bm25/``."""
+    store = PassageStore(directory)
+    texts = [contents for _, contents in store.rows(0, len(store))]
+    retriever = bm25s.BM25(k1=params["k1"], b=params["b"], method=params["method"])
+    retriever.index(_tokenize(texts, params["stopwords"], progress), show_progress=progress)
+    retriever.save(str(directory / BM25_DIR))
+
+
+class BM25Index(RetrievalIndex):
+    """Top-k by BM25 score of the query's tokens (same tokenisation and stopwords as the passages)."""
+
+    def __init__(self, directory: Path, manifest: Manifest):
+        super().__init__(directory, manifest)
+        self.retriever = bm25s.BM25.load(str(Path(directory) / BM25_DIR), mmap=True)
+
+    def _top_k(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        tokens = _tokenize(queries, self.manifest.params["stopwords"], progress=False)
+        rows, scores = self.retriever.retrieve(tokens, k=k, show_progress=False)
+        rows, scores = np.asarray(rows), np.asarray(scores)
+        return np.where(scores > 0, rows, -1), scores  # a zero score shares no term with the query: not a hit

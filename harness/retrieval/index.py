@@ -1,0 +1,68 @@
+"""Build an index directory from a corpus, and open one for search (dense or BM25, chosen by its manifest)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from harness.retrieval import bm25, dense
+from harness.retrieval.base import RetrievalIndex
+from harness.retrieval.corpus import RetrievalError
+from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX, TextEncoder
+from harness.retrieval.store import IndexKind, Manifest, copy_corpus, prepare_output_dir
+
+KINDS: tuple[IndexKind, ...] = ("dense", "bm25")
+
+
+def build_index(
+    corpus: Path,
+    out: Path,
+    *,
+    kind: IndexKind = "dense",
+    model: str = DEFAULT_MODEL,
+    query_prefix: str = QUERY_PREFIX,
+    passage_prefix: str = PASSAGE_PREFIX,
+    batch_size: int = 64,
+    device: str | None = None,
+    progress: bool = True,
+) -> Manifest:
+    """Index a ``{"id", "contents"}`` JSON-lines corpus into directory ``out`` and return its manifest.
+
+    ``kind="dense"`` embeds passages with ``model`` (sentence-transformers; prefixes as given, E5's by default);
+    ``kind="bm25"`` builds a BM25 index and ignores the model settings.
+    """
+    if kind not in KINDS:
+        raise RetrievalError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if batch_size < 1:
+        raise RetrievalError(f"batch size must be at least 1, got {batch_size}")
+    out = prepare_output_dir(Path(out))
+    count, sha256 = copy_corpus(Path(corpus), out)
+    manifest = Manifest(kind=kind, count=count, corpus_sha256=sha256, corpus=str(corpus))
+    if kind == "dense":
+        encoder = TextEncoder(model, query_prefix=query_prefix, passage_prefix=passage_prefix, device=device)
+        dense.embed_passages(out, encoder, batch_size, progress)
+        manifest.model, manifest.dimension = model, encoder.dimension
+        manifest.query_prefix, manifest.passage_prefix = query_prefix, passage_prefix
+        manifest.params = {"pooling": encoder.pooling, "normalized": True, "metric": "inner_product"}
+    else:
+        manifest.params = dict(bm25.DEFAULT_PARAMS)
+        bm25.index_passages(out, manifest.params, progress)
+    manifest.save(out)
+    return manifest
+
+
+def load_index(directory: Path, *, model: str | None = None, device: str | None = None) -> RetrievalIndex:
+    """Open an index directory. ``model`` overrides the manifest's embedding model (e.g. a moved local copy)."""
+    directory = Path(directory)
+    manifest = Manifest.load(directory)
+    if manifest.kind == "dense":
+        return dense.DenseIndex(directory, manifest, model=model, device=device)
+    if manifest.kind == "bm25":
+        return bm25.BM25Index(directory, manifest)
+    raise RetrievalError(f"{directory}: unknown index kind {manifest.kind!r} in the manifest")
+
+
+@functools.lru_cache(maxsize=4)
+def open_index(directory: str, model: str | None = None) -> RetrievalIndex:
+    """``load_index`` shared per process: toolboxes built per sample reuse one loaded index and model."""
+    return load_index(Path(directory), model=model)

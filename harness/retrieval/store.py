@@ -1,0 +1,130 @@
+"""An index directory's passages and manifest: the parts shared by dense and BM25 indexes.
+
+Layout of an index directory::
+
+    manifest.json     kind, model, prefixes, count, corpus hash ... (written last: its presence marks a finished build)
+    passages.jsonl    the corpus rows, one {"id", "contents"} per line
+    offsets.npy       byte offset of each row in passages.jsonl (count + 1 entries), for random access
+    embeddings.npy, index.faiss    (dense)      bm25/    (BM25, bm25s format)
+
+Passages are read from disk on demand, so a wiki-scale corpus is never held in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from harness.retrieval.corpus import RetrievalError, iter_corpus
+
+MANIFEST = "manifest.json"
+PASSAGES = "passages.jsonl"
+OFFSETS = "offsets.npy"
+FORMAT_VERSION = 1
+
+IndexKind = Literal["dense", "bm25"]
+
+
+@dataclass
+class Manifest:
+    """What an index directory holds and how it was built (queries must be encoded the same way)."""
+
+    kind: IndexKind
+    count: int
+    """Number of passages."""
+    corpus_sha256: str
+    """SHA-256 of the corpus file's bytes."""
+    corpus: str
+    """The corpus file the index was built from (as given)."""
+    model: str | None = None
+    """Embedding model name or path (dense only)."""
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    dimension: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    """Kind-specific settings (pooling for dense; k1, b, method for BM25)."""
+    format: int = FORMAT_VERSION
+
+    def save(self, directory: Path) -> None:
+        temporary = directory / (MANIFEST + ".tmp")
+        temporary.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(temporary, directory / MANIFEST)
+
+    @classmethod
+    def load(cls, directory: Path) -> Manifest:
+        path = Path(directory) / MANIFEST
+        if not path.is_file():
+            raise RetrievalError(
+                f"{directory} is not a retrieval index (no {MANIFEST}); build one with "
+                "`mara index build CORPUS.jsonl OUT/`"
+            )
+        data = json.loads(path.read_text())
+        if data.get("format") != FORMAT_VERSION:
+            raise RetrievalError(
+                f"{path}: index format {data.get('format')!r} is not {FORMAT_VERSION}; rebuild it"
+            )
+        return cls(**data)
+
+
+def prepare_output_dir(directory: Path) -> Path:
+    """Create ``directory``; refuse a non-empty directory that is not an index (so a typo cannot clobber data)."""
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()) and not (directory / MANIFEST).exists():
+        raise RetrievalError(
+            f"output directory {directory} is not empty and holds no index; choose an empty one"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST).unlink(missing_ok=True)
+    return directory
+
+
+def copy_corpus(corpus: Path, directory: Path) -> tuple[int, str]:
+    """Copy a corpus into ``directory`` as passages + offsets; returns ``(count, sha256 of the corpus file)``."""
+    digest = hashlib.sha256()
+    offsets = [0]
+    with (directory / PASSAGES).open("wb") as out:
+        for passage_id, contents in iter_corpus(corpus, on_bytes=digest.update):
+            line = (json.dumps({"id": passage_id, "contents": contents}, ensure_ascii=False) + "\n").encode()
+            out.write(line)
+            offsets.append(offsets[-1] + len(line))
+    if len(offsets) == 1:
+        raise RetrievalError(f"corpus {corpus} has no passages")
+    np.save(directory / OFFSETS, np.asarray(offsets, dtype=np.int64))
+    return len(offsets) - 1, digest.hexdigest()
+
+
+class PassageStore:
+    """Random access to an index directory's passages by row number."""
+
+    def __init__(self, directory: Path):
+        self._offsets = np.load(Path(directory) / OFFSETS, mmap_mode="r")
+        self._path = Path(directory) / PASSAGES
+        self._fd = os.open(self._path, os.O_RDONLY)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)
+
+    def rows(self, start: int, stop: int) -> list[tuple[str, str]]:
+        """``(id, contents)`` of rows ``start .. stop - 1`` with one read."""
+        begin, end = int(self._offsets[start]), int(self._offsets[stop])
+        data = os.pread(self._fd, end - begin, begin)
+        return [self._decode(line) for line in data.splitlines()]
+
+    def row(self, number: int) -> tuple[str, str]:
+        return self.rows(number, number + 1)[0]
+
+    @staticmethod
+    def _decode(line: bytes) -> tuple[str, str]:
+        record = json.loads(line)
+        return record["id"], record["contents"]

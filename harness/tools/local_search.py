@@ -1,0 +1,14 @@
+"""Search over a local corpus index (``harness.retrieval``): the embedded default search backend, and M-ASK's
+``retrieve``. Passages come back as ``Hit``s with the corpus id as their source."""
+
+from __future__ import annotations
+
+import asyncio
+
+from harness.retrieval import RetrievalIndex
+from harness.tools.output import Hit
+
+
+async def corpus_search(query: str, *, index: RetrievalIndex, k: int) -> list[Hit]:
+    passages = await asyncio.to_thread(index.search, query, k)
+    return [Hit(title=passage.title, source=passage.id, text=passage.text) for passage in passages]

@@ -16,7 +16,7 @@ HEADER_PREFIX = "# Source:"
 
 @cache
 def load_prompt(name: str) -> str:
-    """The text of prompt ``name`` (without its source header line)."""
+    """The text of prompt ``name`` (without its source header line and the file's final newline)."""
     path = PROMPT_DIR / f"{name}.txt"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in PROMPT_DIR.glob("*.txt")))
@@ -24,7 +24,7 @@ def load_prompt(name: str) -> str:
     header, _, body = path.read_text(encoding="utf-8").partition("\n")
     if not header.startswith(HEADER_PREFIX):
         raise ValueError(f"prompt file {path} must start with a '{HEADER_PREFIX} ...' line naming its source")
-    return body
+    return body.removesuffix("\n")
 
 
 def fill(template: str, values: dict[str, str]) -> str:

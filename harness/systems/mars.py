@@ -42,6 +42,17 @@ def _sys1_messages(question: str, purpose: str, pages: list[str]) -> list[dict[s
     return [{"role": "system", "content": load_prompt("mars_system1")}, {"role": "user", "content": user}]
 
 
+def page_capacity(question: str, purpose: str, budget: int, meter: TokenMeter) -> int:
+    """Tokens of pages one System-1 call can take: ``budget`` minus System 1's prompt framing."""
+    framing = _sys1_messages(question, purpose, [])
+    capacity = budget - sum(meter.count(message["content"]) for message in framing)
+    if capacity <= 0:
+        raise ValueError(
+            f"sys1_budget={budget} tokens leaves no room for tool outputs after System 1's prompt"
+        )
+    return capacity
+
+
 def pack_pages(pages: list[str], capacity: int, meter: TokenMeter) -> list[tuple[list[int], list[str], bool]]:
     """FFD bins of pages as (page indices, page texts, truncated?); a page over ``capacity`` is truncated alone."""
     lengths = [meter.count(page) for page in pages]
@@ -77,7 +88,7 @@ class _Distiller:
         errors = [f"Tool error ({r.name}): {r.error}" for r in request.results if r.error is not None]
         if not pages:
             return "\n\n".join(errors) or "(the tool returned nothing)"
-        capacity = self.capacity(request.purpose)
+        capacity = page_capacity(self.recorder.episode.question, request.purpose, self.budget, self.meter)
         bins = pack_pages(pages, capacity, self.meter)
 
         async def one_bin(indices: list[int], texts: list[str], truncated: bool) -> str:

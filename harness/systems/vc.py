@@ -45,9 +45,9 @@ def parse_verdict(report: str) -> bool | None:
 
 
 def bug_report(report: str) -> str:
-    """The part of a verification report the Corrector sees: everything before the ``**Correctness**`` field."""
-    head, marker, _ = report.rpartition("**Correctness**")
-    return head.strip() if marker else report.strip()
+    """The part of a verification report the Corrector sees: everything before the last "Correctness" field."""
+    fields = list(_VERDICT_FIELD.finditer(report))
+    return report[: fields[-1].start()].rstrip(" *\n") if fields else report.strip()
 
 
 @dataclass

@@ -1,0 +1,73 @@
+"""Offline doubles for the systems' tests: a scripted ``Chat`` per role and a ``Toolbox`` of fake async tools."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.systems.types import Message, Reply, Toolbox, ToolError
+
+Script = list["str | Reply"] | Callable[[list[Message]], "str | Reply"]
+
+
+class ScriptedChat:
+    """Replies per role from a queue (or a function of the messages); records every call and peak concurrency."""
+
+    def __init__(self, scripts: dict[str, Script], *, delay: float = 0.0, tokenizer: Any = None):
+        self.scripts = {role: (list(s) if isinstance(s, list) else s) for role, s in scripts.items()}
+        self.delay = delay
+        self.tokenizer = tokenizer
+        self.calls: list[tuple[str, list[Message], dict[str, Any]]] = []
+        self.in_flight: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+
+    async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
+        self.calls.append((role, messages, sampling))
+        self.in_flight[role] = self.in_flight.get(role, 0) + 1
+        self.peak[role] = max(self.peak.get(role, 0), self.in_flight[role])
+        try:
+            await asyncio.sleep(self.delay)
+            script = self.scripts[role]
+            if callable(script):
+                reply = script(messages)
+            elif not script:
+                raise AssertionError(f"role {role!r} was called more often than scripted")
+            else:
+                reply = script.pop(0)
+        finally:
+            self.in_flight[role] -= 1
+        return reply if isinstance(reply, Reply) else Reply(text=reply, model=f"fake/{role}")
+
+
+def fake_toolbox(outputs: dict[str, Callable[..., str]]) -> tuple[Toolbox, list[tuple[str, dict[str, Any]]]]:
+    """A Toolbox whose tools return ``outputs[name](**arguments)``; a function raising ``ToolError`` fails the tool.
+
+    Also returns the list that records each (tool, arguments) call in order.
+    """
+    log: list[tuple[str, dict[str, Any]]] = []
+
+    def make(name: str, produce: Callable[..., str]):
+        async def tool(**arguments: Any) -> str:
+            log.append((name, arguments))
+            return produce(**arguments)
+
+        return tool
+
+    return Toolbox({name: make(name, produce) for name, produce in outputs.items()}), log
+
+
+def failing(message: str) -> Callable[..., str]:
+    def produce(**_: Any) -> str:
+        raise ToolError(message)
+
+    return produce
+
+
+@pytest.fixture
+def doubles() -> SimpleNamespace:
+    """``doubles.Chat`` (ScriptedChat), ``doubles.toolbox`` (fake_toolbox), ``doubles.failing`` (a failing tool)."""
+    return SimpleNamespace(Chat=ScriptedChat, toolbox=fake_toolbox, failing=failing)

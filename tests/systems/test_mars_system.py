@@ -1,0 +1,165 @@
+"""MARS: tool call → FFD packing → parallel System 1 → answer; python bypass; turn limit; sys1=false; tool errors."""
+
+import json
+
+import pytest
+
+from harness.systems import mars
+from harness.systems.tokens import CharEstimate, token_meter
+
+QUESTION = "What is the capital of France?"
+PURPOSE = "find the capital"
+
+
+def page(number: int, tokens: int) -> str:
+    """A page of exactly ``tokens`` estimated tokens (4 characters each), numbered like the tools' results."""
+    head = f"[{number}] "
+    return head + chr(ord("a") + number) * (tokens * 4 - len(head))
+
+
+def tool_call(name: str, arguments: dict, purpose: str = PURPOSE) -> str:
+    return (
+        "<tool_call>"
+        + json.dumps({"name": name, "arguments": arguments, "purpose": purpose})
+        + "</tool_call>"
+    )
+
+
+def distil(messages):
+    user = messages[-1]["content"]
+    found = [str(n) for n in range(1, 9) if f"[{n}] " in user]
+    return "<think>scratch</think>distilled pages " + ",".join(found)
+
+
+@pytest.fixture
+def budget():
+    # leave exactly 100 tokens of pages per System-1 call under the 4-characters-per-token estimate
+    return 100 + (10_000 - mars.page_capacity(QUESTION, PURPOSE, 10_000, CharEstimate()))
+
+
+async def test_tool_call_is_packed_and_distilled_in_parallel(doubles, budget):
+    assert mars.page_capacity(QUESTION, PURPOSE, budget, CharEstimate()) == 100
+    results = {
+        "paris": page(1, 60) + "\n" + page(2, 50) + "\n" + page(3, 150),
+        "france": page(4, 30) + "\n" + page(5, 30),
+    }
+    toolbox, log = doubles.toolbox({"search": lambda query: results[query]})
+    chat = doubles.Chat(
+        {
+            "system2": [
+                "<think>need facts</think>" + tool_call("search", {"queries": ["paris", "france"]}),
+                "<think>ok</think><answer>Paris</answer>",
+            ],
+            "system1": distil,
+        },
+        delay=0.01,
+    )
+    episode = await mars.run(QUESTION, chat, toolbox, sys1_budget=budget)
+
+    assert episode.final_answer == "Paris"
+    assert [c.role for c in episode.calls if c.role == "system2"] == ["system2", "system2"]
+    assert log == [("search", {"query": "paris"}), ("search", {"query": "france"})]
+    assert [t.call for t in episode.tool_calls] == [0, 0]
+    # pages 0..4 = [1]60, [2]50, [3]150, [4]30, [5]30 tokens; capacity 100:
+    # [3] is over-long -> alone (truncated); FFD on the rest: 60 | 50 | 60+30 | 50+30 -> bins [0,3], [1,4]
+    sys1 = episode.calls_by_role("system1")
+    assert sorted((c.meta["pages"], c.meta["truncated"]) for c in sys1) == [
+        ([0, 3], False),
+        ([1, 4], False),
+        ([2], True),
+    ]
+    assert all(c.parent == 0 and c.turn == 0 for c in sys1)
+    assert chat.peak["system1"] == 3  # all three System-1 calls were in flight together
+    truncated = next(c for c in sys1 if c.meta["truncated"])
+    assert page(3, 150)[:400] in truncated.messages[-1]["content"]
+    assert page(3, 150)[:401] not in truncated.messages[-1]["content"]
+    # System 2's second turn sees the distillates (thinking stripped), not the raw pages
+    handed_back = episode.calls[-1].messages[-1]["content"]
+    assert handed_back.startswith("<tool_response>")
+    assert "distilled pages 1,4" in handed_back and "distilled pages 2,5" in handed_back
+    assert "scratch" not in handed_back and page(1, 60) not in handed_back
+    assert episode.calls[-1].parent == 0 and episode.calls[-1].turn == 1
+    assert episode.meta["token_counting"].startswith("estimate")
+
+
+async def test_python_output_bypasses_system1(doubles):
+    toolbox, _ = doubles.toolbox({"python": lambda code: "42\n"})
+    chat = doubles.Chat(
+        {"system2": [tool_call("python", {"code": "print(6*7)"}), "<answer>42</answer>"], "system1": []}
+    )
+    episode = await mars.run("6 times 7?", chat, toolbox)
+    assert episode.final_answer == "42"
+    assert episode.calls_by_role("system1") == []
+    assert "42" in episode.calls[-1].messages[-1]["content"]
+    assert episode.tool_calls[0].arguments == {"code": "print(6*7)"}
+
+
+async def test_turn_limit_stops_without_an_answer(doubles):
+    toolbox, _ = doubles.toolbox({"search": lambda query: "[1] nothing"})
+    chat = doubles.Chat({"system2": lambda messages: "<think>still thinking</think>", "system1": []})
+    episode = await mars.run(QUESTION, chat, toolbox, max_turns=3)
+    assert episode.final_answer is None
+    assert [(c.role, c.turn, c.parent) for c in episode.calls] == [
+        ("system2", 0, None),
+        ("system2", 1, 0),
+        ("system2", 2, 1),
+    ]
+    assert episode.meta["stopped"] == "turn_limit"
+
+
+async def test_sys1_false_feeds_raw_outputs(doubles):
+    toolbox, _ = doubles.toolbox({"search": lambda query: page(1, 10) + "\n" + page(2, 10)})
+    chat = doubles.Chat(
+        {"system2": [tool_call("search", {"query": "x"}), "<answer>A</answer>"], "system1": []}
+    )
+    episode = await mars.run(QUESTION, chat, toolbox, sys1=False)
+    assert episode.calls_by_role("system1") == []
+    handed_back = episode.calls[-1].messages[-1]["content"]
+    assert page(1, 10) in handed_back and page(2, 10) in handed_back
+
+
+async def test_tool_errors_and_bad_calls_go_back_to_system2(doubles):
+    toolbox, _ = doubles.toolbox({"search": doubles.failing("search backend down")})
+    chat = doubles.Chat(
+        {
+            "system2": [
+                tool_call("search", {"query": "x"}) + "<tool_call>{not json</tool_call>",
+                "<answer>?</answer>",
+            ],
+            "system1": [],
+        }
+    )
+    episode = await mars.run(QUESTION, chat, toolbox)
+    handed_back = episode.calls[-1].messages[-1]["content"]
+    assert "Tool error (search): search backend down" in handed_back
+    assert "not valid JSON" in handed_back
+    assert episode.tool_calls[0].error == "search backend down"
+    assert episode.calls_by_role("system1") == []
+
+
+class WordTokenizer:
+    """One token per whitespace-separated word (a stand-in for the model's tokenizer)."""
+
+    name_or_path = "words"
+
+    def encode(self, text, add_special_tokens=False):
+        return text.split()
+
+    def decode(self, ids):
+        return " ".join(ids)
+
+
+async def test_tokens_are_counted_with_the_chat_tokenizer(doubles):
+    words = "[1] " + " ".join(["w"] * 50)
+    toolbox, _ = doubles.toolbox({"search": lambda query: words})
+    chat = doubles.Chat(
+        {"system2": [tool_call("search", {"query": "x"}), "<answer>A</answer>"], "system1": distil},
+        tokenizer=WordTokenizer(),
+    )
+    framing = 10_000 - mars.page_capacity(QUESTION, PURPOSE, 10_000, token_meter(chat))
+    episode = await mars.run(QUESTION, chat, toolbox, sys1_budget=20 + framing)
+    assert episode.meta["token_counting"] == "tokenizer: words"
+    (sys1,) = episode.calls_by_role("system1")
+    assert sys1.meta["truncated"] is True
+    assert "[1] " + " ".join(["w"] * 19) in sys1.messages[-1]["content"]
+    assert " ".join(["w"] * 20) not in sys1.messages[-1]["content"]

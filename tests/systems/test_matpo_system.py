@@ -1,0 +1,95 @@
+"""MATPO: planner → nested worker (recap, tools, final summary) → thinking stripped → boxed answer."""
+
+import json
+
+from harness.systems import matpo
+
+QUERY = "Which word was deleted from Rule 601 in 2011?"
+
+
+def use(server: str, tool: str, arguments: dict) -> str:
+    return (
+        f"<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n"
+        f"<arguments>\n{json.dumps(arguments)}\n</arguments>\n</use_mcp_tool>"
+    )
+
+
+async def test_nested_worker_with_recap_and_summary(doubles):
+    toolbox, log = doubles.toolbox(
+        {"search": lambda query: "[1] Rule 601 amended 2011", "browse": lambda url: "page"}
+    )
+    chat = doubles.Chat(
+        {
+            "planner": [
+                "<think>plan</think>"
+                + use("browsing_agent", "search_and_browse", {"subtask": "Find the 2011 amendment"}),
+                "<think>done</think>The word is \\boxed{competent}.",
+            ],
+            "worker": [
+                "<think>search</think>"
+                + use("search_and_scrape_webpage", "google_search", {"q": "Rule 601 2011", "gl": "us"}),
+                "<think>enough</think>I have what I need.",
+                "<think>private notes</think>## Conclusion:\n**competent** was deleted.",
+            ],
+        }
+    )
+    episode = await matpo.run(QUERY, chat, toolbox)
+
+    assert episode.final_answer == "competent"
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("planner", None, 0),
+        ("worker", 0, 0),
+        ("worker", 0, 0),
+        ("worker", 0, 0),
+        ("planner", 0, 1),
+    ]
+    first_worker, summary = episode.calls[1], episode.calls[3]
+    assert (
+        "# User Query Recap" in first_worker.messages[0]["content"]
+        and QUERY in first_worker.messages[0]["content"]
+    )
+    assert first_worker.messages[1] == {"role": "user", "content": "Find the 2011 amendment"}
+    assert log == [("search", {"query": "Rule 601 2011"})]
+    assert episode.tool_calls[0].call == 1
+    assert "[1] Rule 601 amended 2011" in episode.calls[2].messages[-1]["content"]
+    summary_prompt = summary.messages[-1]["content"]
+    assert f'The main task was: "{QUERY}"' in summary_prompt
+    assert 'Your assigned subtask was: "Find the 2011 amendment"' in summary_prompt
+    assert "You have failed" not in summary_prompt
+    assert summary.meta == {"subtask": 1, "summary": True, "finished": True}
+    returned = episode.calls[4].messages[-1]["content"]
+    assert returned == "## Conclusion:\n**competent** was deleted."
+    assert episode.meta == {"stopped": "answer", "subtasks": 1}
+
+
+async def test_worker_turn_limit_asks_for_a_failed_summary(doubles):
+    toolbox, _ = doubles.toolbox({"search": lambda query: "nothing", "browse": lambda url: "page"})
+    chat = doubles.Chat(
+        {
+            "planner": [use("browsing_agent", "search_and_browse", {"subtask": "s"}), "\\boxed{x}"],
+            "worker": [use("search_and_scrape_webpage", "scrape", {"url": "http://a"})] * 2 + ["summary"],
+        }
+    )
+    episode = await matpo.run(QUERY, chat, toolbox, worker_max_turns=2)
+    summary = episode.calls[3]
+    assert summary.meta["finished"] is False
+    assert "You have failed to complete the task." in summary.messages[-1]["content"]
+    assert [t.name for t in episode.tool_calls] == ["browse", "browse"]
+
+
+async def test_bad_planner_tool_use_is_a_tool_error_and_turn_limit_stops(doubles):
+    chat = doubles.Chat({"planner": [use("x", "search_and_browse", {"task": "?"}), use("x", "other", {})]})
+    episode = await matpo.run(QUERY, chat, None, max_turns=2)
+    assert episode.final_answer is None
+    assert "Tool error: the only tool is search_and_browse" in episode.calls[1].messages[-1]["content"]
+    assert episode.meta == {"stopped": "turn_limit", "subtasks": 0}
+    assert episode.calls_by_role("worker") == []
+
+
+def test_parse_tool_use():
+    assert matpo.parse_tool_use("no tool") is None
+    assert matpo.parse_tool_use("<think>" + use("a", "b", {}) + "</think>plain") is None
+    broken = matpo.parse_tool_use(
+        "<use_mcp_tool><tool_name>t</tool_name><arguments>{x</arguments></use_mcp_tool>"
+    )
+    assert broken.tool == "t" and "not valid JSON" in broken.error

@@ -1,0 +1,139 @@
+"""V-C (MarsRL): accept, correct-then-accept, give-up with fallback, truncation, strict verdicts."""
+
+import pytest
+
+from harness.systems import vc
+from harness.systems.types import Reply
+
+PROBLEM = "Compute 6*7."
+CORRECT = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:** Correct"
+WRONG = "**Final Verdict:** The solution is invalid.\n\n**List of Findings:**\n* bad step\n\n**Correctness:** Wrong"
+
+
+@pytest.mark.parametrize(
+    ("report", "verdict"),
+    [
+        (CORRECT, True),
+        (WRONG, False),
+        ("**Correctness:** Incorrect", False),
+        ("**Correctness**: not correct", False),
+        ("The solution is correct.", None),  # no Correctness field
+        ("**Correctness:** maybe", None),
+        ("Correctness was discussed. **Correctness:** Correct", True),
+        ("**Correctness:** CORRECT", True),
+    ],
+)
+def test_parse_verdict_is_strict(report, verdict):
+    assert vc.parse_verdict(report) is verdict
+
+
+def test_bug_report_drops_the_verdict_field():
+    assert (
+        vc.bug_report(WRONG)
+        == "**Final Verdict:** The solution is invalid.\n\n**List of Findings:**\n* bad step"
+    )
+
+
+async def test_accepts_after_four_consecutive_passes(doubles):
+    chat = doubles.Chat({"solver": ["<think>hmm</think>6*7 = \\boxed{42}"], "verifier": [CORRECT] * 4})
+    episode = await vc.run(PROBLEM, chat, None)
+    assert [c.role for c in episode.calls] == ["solver"] + ["verifier"] * 4
+    assert episode.final_answer == episode.answers["solver"] == "6*7 = \\boxed{42}"
+    assert all(c.parent == 0 for c in episode.calls_by_role("verifier"))
+    assert [c.turn for c in episode.calls] == [0, 0, 1, 2, 3]
+    verifier_prompt = episode.calls[1].messages[-1]["content"]
+    assert "6*7 = \\boxed{42}" in verifier_prompt and "hmm" not in verifier_prompt
+    assert episode.meta["outcome"] == "accepted" and episode.meta["iterations"] == 3
+
+
+async def test_corrects_then_accepts(doubles):
+    chat = doubles.Chat(
+        {
+            "solver": ["<think>x</think>\\boxed{41}"],
+            "verifier": [WRONG, CORRECT, CORRECT],
+            "corrector": ["<think>fix</think>\\boxed{42}"],
+        }
+    )
+    episode = await vc.run(PROBLEM, chat, None, accept_after=2)
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("solver", None, 0),
+        ("verifier", 0, 0),
+        ("corrector", 1, 1),
+        ("verifier", 2, 1),
+        ("verifier", 2, 2),
+    ]
+    assert episode.answers["solver"] == "\\boxed{41}"
+    assert episode.final_answer == "\\boxed{42}"
+    correction = episode.calls[2].messages
+    assert [m["role"] for m in correction] == ["user", "assistant", "user"]
+    assert correction[1]["content"] == "\\boxed{41}"
+    assert "* bad step" in correction[2]["content"] and "Correctness" not in correction[2]["content"]
+    assert correction[2]["content"].startswith("Below is the bug report.")
+    assert [c.meta["verdict"] for c in episode.calls_by_role("verifier")] == [False, True, True]
+
+
+async def test_gives_up_and_falls_back_to_the_most_verified_candidate(doubles):
+    # s0 passes once then fails; c1 is called "Incorrect" (must NOT count as a pass); c2's report is unparsable
+    chat = doubles.Chat(
+        {
+            "solver": ["\\boxed{42}"],
+            "verifier": [CORRECT, WRONG, "**Correctness:** Incorrect", "I am not sure."],
+            "corrector": ["\\boxed{40}", "\\boxed{39}"],
+        }
+    )
+    episode = await vc.run(PROBLEM, chat, None, max_iterations=3)
+    assert [c.role for c in episode.calls] == [
+        "solver",
+        "verifier",
+        "verifier",
+        "corrector",
+        "verifier",
+        "corrector",
+        "verifier",
+    ]
+    assert episode.meta["outcome"] == "iteration_limit"
+    assert episode.meta["candidates"] == [
+        {"call": 0, "passes": 1},
+        {"call": 3, "passes": 0},
+        {"call": 5, "passes": 0},
+    ]
+    assert episode.final_answer == "\\boxed{42}"
+    assert episode.meta["chosen_call"] == 0
+
+
+async def test_fallback_without_any_pass_takes_the_latest_candidate(doubles):
+    chat = doubles.Chat({"solver": ["a"], "verifier": [WRONG, WRONG], "corrector": ["b"]})
+    episode = await vc.run(PROBLEM, chat, None, max_iterations=1)
+    assert episode.final_answer == "b" and episode.answers["solver"] == "a"
+
+
+async def test_truncated_solver_is_retried_then_gives_up(doubles):
+    cut = Reply(text="<think>long", finish_reason="length")
+    chat = doubles.Chat({"solver": [cut, "\\boxed{1}"], "verifier": [CORRECT]})
+    episode = await vc.run(PROBLEM, chat, None, accept_after=1)
+    assert [c.meta["attempt"] for c in episode.calls_by_role("solver")] == [0, 1]
+    assert episode.final_answer == "\\boxed{1}"
+
+    chat = doubles.Chat({"solver": [cut, cut]})
+    episode = await vc.run(PROBLEM, chat, None, solver_attempts=2)
+    assert episode.final_answer is None and episode.answers == {"solver": None}
+    assert episode.meta["outcome"] == "solver_truncated"
+
+
+async def test_truncated_corrector_ends_the_loop_and_truncated_verifier_never_passes(doubles):
+    chat = doubles.Chat(
+        {
+            "solver": ["\\boxed{5}"],
+            "verifier": [Reply(text=CORRECT, finish_reason="length")],
+            "corrector": [Reply(text="\\boxed{6", finish_reason="length")],
+        }
+    )
+    episode = await vc.run(PROBLEM, chat, None)
+    assert episode.calls[1].meta == {"verdict": None, "truncated": True, "candidate": 0}
+    assert episode.meta["outcome"] == "corrector_truncated"
+    assert episode.final_answer == "\\boxed{5}"
+
+
+async def test_bad_options_are_named():
+    with pytest.raises(ValueError, match="accept_after"):
+        await vc.run(PROBLEM, None, None, accept_after=0)

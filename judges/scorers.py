@@ -1,1 +1,190 @@
-"""Inspect @scorer functions for every judge (filled in by the judges work)."""
+"""Inspect @scorer functions for every judge, registered with Inspect through the package's entry point.
+
+Each scorer reads the text to judge with ``response_to_judge(state, answer)`` (``answer="solver"`` scores the V-C
+system's Solver answer with the same judge), puts the extracted answer in ``Score.answer`` (maj@k groups by it)
+and the judge's details in ``Score.metadata``. Values are dicts (keys described in ``judges.metrics``). LLM judges
+take their model from the ``grader`` role; an attempt they cannot judge is *unscored* (``judged_correct`` NaN,
+``reason="grader_failed"``), counted by the ``unscored`` metric and never in accuracy over judged items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import CachePolicy
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from judges import equivalence, hle, lexical, simpleqa
+from judges import math as math_judge
+from judges.gaia import quasi_exact_match
+from judges.grader import DEFAULT_ATTEMPTS, GraderOutcome, ask_grader
+from judges.metrics import (
+    calibration,
+    lexical_summary,
+    simpleqa_summary,
+    unscored,
+    verdict_summary,
+    wald_interval,
+)
+from judges.response import response_to_judge
+
+NAN = float("nan")
+VERDICT_METRICS = [verdict_summary(), unscored()]
+
+
+def _verdict_value(verdict: bool | None) -> dict[str, float]:
+    """``correct`` (unscored counted as 0) and ``judged_correct`` (NaN when unscored)."""
+    if verdict is None:
+        return {"correct": 0.0, "judged_correct": NAN}
+    return {"correct": float(verdict), "judged_correct": float(verdict)}
+
+
+def _no_response(value: dict[str, float], answer: str) -> Score:
+    """The score of a sample whose system stored no ``answer``: wrong (the model's failure, not the judge's)."""
+    return Score(value=value, answer=None, reason="no_response", explanation=f"no '{answer}' answer to judge")
+
+
+def _graded(
+    value: dict[str, float], outcome: GraderOutcome[Any], answer: str | None, **details: Any
+) -> Score:
+    """The score of an LLM judgement, marked unscored when the grader gave no verdict."""
+    return Score(
+        value=value,
+        answer=answer,
+        reason=None if outcome.verdict is not None else "grader_failed",
+        explanation=outcome.replies[-1] if outcome.replies else outcome.failure,
+        metadata=outcome.details() | details,
+    )
+
+
+@scorer(metrics=VERDICT_METRICS, name="math")
+def math_scorer(answer: str = "final") -> Scorer:
+    """Final-answer extraction and math-verify equivalence; integer answers compared as integers."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response(_verdict_value(False), answer)
+        extracted = math_judge.extract_answer(response)
+        correct = math_judge.is_equivalent(extracted, target.text)
+        return Score(value=_verdict_value(correct), answer=extracted, metadata={"judge": "math"})
+
+    return score
+
+
+@scorer(metrics=[lexical_summary()], name="lexical")
+def lexical_scorer(answer: str = "final", variant: str = "flashrag") -> Scorer:
+    """EM, cover-EM ("acc") and token F1 against every gold answer (``variant``: "flashrag" or M-ASK's "mask")."""
+    if variant not in lexical.VARIANTS:
+        raise ValueError(
+            f"Unknown lexical variant {variant!r}; valid variants: {', '.join(lexical.VARIANTS)}"
+        )
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer) or ""
+        prediction = math_judge.extract_answer(response) or response
+        values = lexical.score(prediction, target.target, variant=variant)
+        return Score(
+            value={key: NAN if v is None else v for key, v in values.items()},
+            answer=prediction,
+            metadata={"judge": "lexical", "variant": variant, "f1_excluded": values["f1"] is None},
+        )
+
+    return score
+
+
+async def _equivalence_outcome(
+    state: TaskState, golds: list[str], response: str, attempts: int, cache: bool | CachePolicy
+) -> GraderOutcome[bool]:
+    prompt = equivalence.judge_prompt(state.input_text, golds, response)
+    return await ask_grader("equivalence", prompt, equivalence.parse_verdict, attempts=attempts, cache=cache)
+
+
+@scorer(metrics=VERDICT_METRICS, name="equivalence")
+def equivalence_scorer(
+    answer: str = "final", attempts: int = DEFAULT_ATTEMPTS, cache: bool | CachePolicy = True
+) -> Scorer:
+    """An LLM (the grader role) answers yes/no: does the response match one of the gold answers?"""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response(_verdict_value(False), answer)
+        outcome = await _equivalence_outcome(state, target.target, response, attempts, cache)
+        return _graded(_verdict_value(outcome.verdict), outcome, response, judge="equivalence")
+
+    return score
+
+
+@scorer(metrics=VERDICT_METRICS, name="gaia")
+def gaia_scorer(
+    answer: str = "final",
+    cascade: bool = False,
+    attempts: int = DEFAULT_ATTEMPTS,
+    cache: bool | CachePolicy = True,
+) -> Scorer:
+    """GAIA's quasi-exact match; with ``cascade=True`` a miss is re-judged by the LLM equivalence judge."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response(_verdict_value(False), answer)
+        extracted = math_judge.extract_answer(response) or response.strip()
+        matched = quasi_exact_match(extracted, target.text)
+        if matched or not cascade:
+            return Score(
+                value=_verdict_value(matched), answer=extracted, metadata={"judge": "gaia", "by": "qem"}
+            )
+        outcome = await _equivalence_outcome(state, [target.text], extracted, attempts, cache)
+        return _graded(_verdict_value(outcome.verdict), outcome, extracted, judge="gaia", by="equivalence")
+
+    return score
+
+
+@scorer(metrics=[simpleqa_summary(), unscored()], name="simpleqa")
+def simpleqa_scorer(
+    answer: str = "final", attempts: int = DEFAULT_ATTEMPTS, cache: bool | CachePolicy = True
+) -> Scorer:
+    """The official SimpleQA grader: CORRECT / INCORRECT / NOT_ATTEMPTED."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response({**_verdict_value(False), "incorrect": 0.0, "not_attempted": 1.0}, answer)
+        prompt = simpleqa.grader_prompt(state.input_text, target.text, response)
+        outcome = await ask_grader("simpleqa", prompt, simpleqa.parse_grade, attempts=attempts, cache=cache)
+        grade = outcome.verdict
+        value = _verdict_value(None if grade is None else grade == "CORRECT")
+        value |= {"incorrect": float(grade == "INCORRECT"), "not_attempted": float(grade == "NOT_ATTEMPTED")}
+        return _graded(value, outcome, response, judge="simpleqa", grade=grade)
+
+    return score
+
+
+@scorer(metrics=[verdict_summary(), wald_interval(), unscored(), calibration()], name="hle")
+def hle_scorer(
+    answer: str = "final",
+    structured: bool = True,
+    attempts: int = DEFAULT_ATTEMPTS,
+    cache: bool | CachePolicy = True,
+) -> Scorer:
+    """The official HLE judge (structured output where the grader's provider supports it, strict text fallback)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response({**_verdict_value(False), "confidence": NAN}, answer)
+        prompt = hle.judge_prompt(state.input_text, response, target.text)
+        schema = hle.RESPONSE_SCHEMA if structured else None
+        outcome = await ask_grader(
+            "hle", prompt, hle.parse_verdict, schema=schema, attempts=attempts, cache=cache
+        )
+        verdict = outcome.verdict
+        value = _verdict_value(None if verdict is None else verdict.correct)
+        value["confidence"] = NAN if verdict is None else verdict.confidence
+        extracted = None if verdict is None else verdict.extracted_final_answer
+        reasoning = None if verdict is None else verdict.reasoning
+        return _graded(value, outcome, extracted, judge="hle", reasoning=reasoning)
+
+    return score

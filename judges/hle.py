@@ -1,0 +1,172 @@
+"""Humanity's Last Exam judging, as the official repository (centerforaisafety/hle) does it.
+
+- ``judge_prompt``: the official judge prompt (``judges/prompts/hle_judge.txt``); ``RESPONSE_SCHEMA``: its structured
+  output (extracted_final_answer, reasoning, correct yes/no, confidence 0-100).
+- ``parse_verdict``: the judge's reply as JSON matching the schema, else a strict ``label: value`` text form.
+- ``wald_half_width`` and ``calibration_error``: the official metrics (confidences in percent, as judges report).
+
+``calibration_error(method="official")`` follows ``calib_err`` in ``hle_eval/run_judge_results.py`` exactly: items
+sorted by confidence are cut into ``n // beta`` bins of ``beta``, the last bin is stretched to absorb the remainder
+and then *left out* of the sum, and each used bin is weighted by ``beta / n`` over all n items. For n = 250 only
+the first 100 items count (weight 0.4); for n = 300 the first 200 (two bins, weight 1/3 each). Below ``2 * beta``
+items no bin is used (the official code prints 0.0 for 100-199 items and crashes below 100); we return None there.
+``method="all_bins"`` uses every bin including a last partial one, each weighted by its size / n.
+Ties in confidence are ordered stably (the official ``np.argsort`` does not promise an order for ties).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from inspect_ai.model import ResponseSchema
+from inspect_ai.util import json_schema
+from pydantic import BaseModel, ValidationError
+
+from judges.templates import load_prompt
+from judges.verdicts import json_object, labelled_values, parse_yes_no
+
+PROMPT_NAME = "hle_judge"
+CALIBRATION_METHODS = ("official", "all_bins")
+DEFAULT_BIN_SIZE = 100
+
+
+class _JudgeReply(BaseModel):
+    """The official structured output of the HLE judge."""
+
+    extracted_final_answer: str
+    reasoning: str
+    correct: Literal["yes", "no"]
+    confidence: int
+
+
+RESPONSE_SCHEMA = ResponseSchema(
+    name="hle_judgement",
+    json_schema=json_schema(_JudgeReply),
+    description="The HLE judge's extracted answer, reasoning, verdict and confidence.",
+    strict=True,
+)
+
+
+@dataclass(frozen=True)
+class HleVerdict:
+    """One judgement: the answer the judge extracted, its reasoning, the verdict and the response's confidence (%)."""
+
+    extracted_final_answer: str | None
+    reasoning: str
+    correct: bool
+    confidence: float
+
+
+def judge_prompt(question: str, response: str, correct_answer: str) -> str:
+    """The official HLE judge prompt for one response."""
+    return load_prompt(PROMPT_NAME).format(
+        question=question, response=response, correct_answer=correct_answer
+    )
+
+
+def _single(values: list[str]) -> str | None:
+    """The one value given (repeats allowed if identical), else None."""
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _from_json(reply: dict) -> HleVerdict | None:
+    try:
+        parsed = _JudgeReply.model_validate(reply, strict=True)
+    except ValidationError:
+        return None
+    if not 0 <= parsed.confidence <= 100:
+        return None
+    return HleVerdict(
+        extracted_final_answer=parsed.extracted_final_answer,
+        reasoning=parsed.reasoning,
+        correct=parsed.correct == "yes",
+        confidence=float(parsed.confidence),
+    )
+
+
+def _from_text(reply: str) -> HleVerdict | None:
+    verdict_text = _single(labelled_values(reply, "correct"))
+    confidence_text = _single(labelled_values(reply, "confidence"))
+    verdict = parse_yes_no(verdict_text) if verdict_text is not None else None
+    if verdict is None or confidence_text is None:
+        return None
+    try:
+        confidence = float(confidence_text.strip(" *_`'\"").removesuffix("%"))
+    except ValueError:
+        return None
+    if not 0 <= confidence <= 100:
+        return None
+    extracted = _single(labelled_values(reply, "extracted_final_answer"))
+    reasoning = _single(labelled_values(reply, "reasoning"))
+    return HleVerdict(
+        extracted_final_answer=extracted, reasoning=reasoning or "", correct=verdict, confidence=confidence
+    )
+
+
+def parse_verdict(reply: str) -> HleVerdict | None:
+    """The judgement in ``reply`` (schema JSON, or ``correct:``/``confidence:`` lines), or None when unparsable."""
+    as_json = json_object(reply)
+    return _from_json(as_json) if as_json is not None else _from_text(reply)
+
+
+def wald_half_width(accuracy_percent: float, n: int) -> float:
+    """Half-width of the Wald 95% interval, in percentage points: 1.96 * sqrt(p * (100 - p) / n)."""
+    if n <= 0:
+        raise ValueError(f"wald_half_width needs n >= 1 questions, got n={n}")
+    if not 0 <= accuracy_percent <= 100:
+        raise ValueError(f"accuracy_percent must be in [0, 100] (a percentage), got {accuracy_percent}")
+    return 1.96 * math.sqrt(accuracy_percent * (100 - accuracy_percent) / n)
+
+
+def calibration_undefined_reason(
+    n: int, method: str = "official", beta: int = DEFAULT_BIN_SIZE
+) -> str | None:
+    """Why ``calibration_error`` is None for ``n`` items, or None when it is defined."""
+    if method == "official" and n < 2 * beta:
+        return (
+            f"official calibration error is undefined for {n} judged items: the official algorithm drops its last "
+            f"bin of {beta}, so it needs at least {2 * beta} (method='all_bins' works from 1 item)"
+        )
+    if n == 0:
+        return "calibration error is undefined with no judged items"
+    return None
+
+
+def calibration_error(
+    confidences: Sequence[float],
+    correct: Sequence[bool],
+    method: str = "official",
+    beta: int = DEFAULT_BIN_SIZE,
+) -> float | None:
+    """RMS calibration error as a fraction (0-1); confidences in percent (0-100). None where undefined.
+
+    See the module docstring for the two methods; ``calibration_undefined_reason`` says why a result is None.
+    """
+    if method not in CALIBRATION_METHODS:
+        raise ValueError(
+            f"Unknown calibration method {method!r}; valid methods: {', '.join(CALIBRATION_METHODS)}"
+        )
+    if len(confidences) != len(correct):
+        raise ValueError(
+            f"confidences ({len(confidences)}) and correct ({len(correct)}) must have the same length"
+        )
+    if beta < 1:
+        raise ValueError(f"beta (the bin size) must be >= 1, got {beta}")
+    if any(not 0 <= c <= 100 for c in confidences):
+        raise ValueError("confidences must be percentages in [0, 100], as the HLE judge reports them")
+    n = len(confidences)
+    if calibration_undefined_reason(n, method, beta) is not None:
+        return None
+    ranked = sorted(zip(confidences, correct, strict=True), key=lambda pair: pair[0])
+    starts = range(0, (n // beta - 1) * beta, beta) if method == "official" else range(0, n, beta)
+    squared_error = 0.0
+    for start in starts:
+        members = ranked[start : start + beta]
+        mean_confidence = sum(c for c, _ in members) / len(members) / 100
+        mean_correct = sum(1.0 for _, ok in members if ok) / len(members)
+        squared_error += len(members) / n * (mean_confidence - mean_correct) ** 2
+    return math.sqrt(squared_error)

@@ -4,6 +4,7 @@ harness (as an Inspect solver, ``system_solver``) and by the trainer (calling ``
 
 from __future__ import annotations
 
+import dataclasses
 import inspect as pyinspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from harness.systems import direct, mars, mask, matpo, react, vc
 from harness.systems.inspect_adapter import InspectChat, store_episode
 from harness.systems.types import Chat, Episode, Toolbox
+from harness.tools.settings import ToolSettings
 
 SystemRun = Callable[..., Awaitable[Episode]]
 """``async def run(question, chat, toolbox, **options) -> Episode``."""
@@ -56,7 +58,7 @@ def register(spec: SystemSpec) -> SystemSpec:
     return spec
 
 
-TOOL_SETTINGS = ("search_backend", "index", "k")
+TOOL_SETTINGS = tuple(f.name for f in dataclasses.fields(ToolSettings) if f.name != "environ")
 """Options that configure the tools (passed to ``harness.tools.build_toolbox``) for systems that use tools."""
 
 register(SystemSpec(name="direct", run=direct.run, roles=(direct.ROLE,)))

@@ -3,15 +3,14 @@ outputs are token-counted, First-Fit-Decreasing packed into System-1 budget bins
 per bin, all in parallel; the distillates go back to System 2. Python output bypasses System 1 (§3.2.1, algorithm 1,
 appendix C.2). Ablation ``sys1=False`` hands System 2 the raw outputs (table 5).
 
-Pages: a tool output is split into pages at lines starting with a numbered result marker ``[1]``, ``[2]`` ... (the
-tools' numbered-results format); an output without markers is one page. Budget: ``sys1_budget`` is System 1's
-prompt length (23,552 tokens in the paper); each bin holds what is left after System 1's own prompt framing.
+Pages: ``harness.tools.output.tool_documents`` gives a tool output's separate results/pages (a plain text output is
+one page). Budget: ``sys1_budget`` is System 1's prompt length (23,552 tokens in the paper); each bin holds what is
+left after System 1's own prompt framing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 
 from harness.binpack import first_fit_decreasing
 from harness.prompts import fill, load_prompt
@@ -19,6 +18,7 @@ from harness.systems.parsing import strip_thinking
 from harness.systems.tokens import TokenMeter, token_meter
 from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
 from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+from harness.tools.output import tool_documents
 
 SYSTEM2 = "system2"
 SYSTEM1 = "system1"
@@ -27,13 +27,7 @@ TOOLS = ("search", "scholar", "python")
 BYPASS_TOOLS = ("python",)
 """Tools whose output goes straight back to System 2."""
 
-PAGE_START = re.compile(r"^(?=\[\d+\])", re.MULTILINE)
 PAGE_SEPARATOR = "\n\n"
-
-
-def split_pages(output: str) -> list[str]:
-    """The pages of one tool output (see the module docstring); blank text gives no page."""
-    return [page.strip() for page in PAGE_START.split(output) if page.strip()]
 
 
 def _sys1_messages(question: str, purpose: str, pages: list[str]) -> list[dict[str, str]]:
@@ -83,7 +77,10 @@ class _Distiller:
 
     async def distil(self, call: ModelCall, request: ToolRequest, index: int) -> str:
         pages = [
-            page for result in request.results if result.error is None for page in split_pages(result.output)
+            page
+            for result in request.results
+            if result.error is None
+            for page in tool_documents(result.output)
         ]
         errors = [f"Tool error ({r.name}): {r.error}" for r in request.results if r.error is not None]
         if not pages:

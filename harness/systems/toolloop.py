@@ -19,15 +19,12 @@ from harness.prompts import fill, load_prompt
 from harness.systems.parsing import last_tag, tag_blocks
 from harness.systems.types import EpisodeRecorder, Message, ModelCall, Toolbox, ToolCall
 
-MULTI_QUERY_TOOLS = ("search", "scholar")
-"""Tools whose ``{"queries": [...]}`` argument runs one tool call per query (MARS: several queries per call)."""
-
 TOOL_DESCRIPTIONS = {
-    "search": 'web search; arguments {"queries": ["...", ...]} (or {"query": "..."}); returns the top pages',
-    "scholar": 'academic paper search; arguments {"queries": ["...", ...]} (or {"query": "..."})',
+    "search": 'web search; arguments {"query": "..."} or several queries at once {"query": ["...", "..."]}',
+    "scholar": 'academic paper search; arguments {"query": "..."} or {"query": ["...", "..."]}',
     "browse": 'fetch a web page and return its main text; arguments {"url": "..."}',
     "python": 'run Python code and return what it prints; arguments {"code": "..."}',
-    "retrieve": 'search the local document corpus; arguments {"query": "..."}',
+    "retrieve": 'search the local document corpus; arguments {"query": "..."} or {"query": ["...", "..."]}',
 }
 
 
@@ -40,7 +37,7 @@ class ToolRequest:
     purpose: str = ""
     error: str | None = None
     results: list[ToolCall] = field(default_factory=list)
-    """The tool calls actually run for this request (one per query for multi-query tools)."""
+    """The tool call run for this request (empty when the request was malformed)."""
 
 
 Observe = Callable[[ModelCall, list[ToolRequest]], Awaitable[str]]
@@ -75,23 +72,13 @@ def tool_description(toolbox: Toolbox) -> str:
     return fill(load_prompt("mars_tool_description"), {"tool list": "\n".join(lines)})
 
 
-def _argument_sets(request: ToolRequest) -> list[dict[str, Any]]:
-    queries = request.arguments.get("queries")
-    if request.name in MULTI_QUERY_TOOLS and isinstance(queries, list):
-        rest = {k: v for k, v in request.arguments.items() if k != "queries"}
-        return [{**rest, "query": str(query)} for query in queries]
-    return [request.arguments]
-
-
 async def execute(recorder: EpisodeRecorder, call: ModelCall, requests: list[ToolRequest]) -> None:
-    """Run every well-formed request's tool calls concurrently, filling ``request.results``."""
+    """Run every well-formed request concurrently, filling ``request.results``."""
 
     async def run(request: ToolRequest) -> None:
-        runs = [
-            recorder.tool(request.name, call=call.id, turn=call.turn, **arguments)
-            for arguments in _argument_sets(request)
+        request.results = [
+            await recorder.tool(request.name, call=call.id, turn=call.turn, **request.arguments)
         ]
-        request.results = list(await asyncio.gather(*runs))
 
     await asyncio.gather(*(run(request) for request in requests if request.error is None))
 

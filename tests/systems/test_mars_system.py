@@ -6,6 +6,7 @@ import pytest
 
 from harness.systems import mars
 from harness.systems.tokens import CharEstimate, token_meter
+from harness.tools.output import ToolText
 
 QUESTION = "What is the capital of France?"
 PURPOSE = "find the capital"
@@ -39,15 +40,17 @@ def budget():
 
 async def test_tool_call_is_packed_and_distilled_in_parallel(doubles, budget):
     assert mars.page_capacity(QUESTION, PURPOSE, budget, CharEstimate()) == 100
-    results = {
-        "paris": page(1, 60) + "\n" + page(2, 50) + "\n" + page(3, 150),
-        "france": page(4, 30) + "\n" + page(5, 30),
-    }
-    toolbox, log = doubles.toolbox({"search": lambda query: results[query]})
+    results = {"paris": [page(1, 60), page(2, 50), page(3, 150)], "france": [page(4, 30), page(5, 30)]}
+
+    def search(query):
+        pages = [text for q in query for text in results[q]]
+        return ToolText("\n\n".join(pages), pages)
+
+    toolbox, log = doubles.toolbox({"search": search})
     chat = doubles.Chat(
         {
             "system2": [
-                "<think>need facts</think>" + tool_call("search", {"queries": ["paris", "france"]}),
+                "<think>need facts</think>" + tool_call("search", {"query": ["paris", "france"]}),
                 "<think>ok</think><answer>Paris</answer>",
             ],
             "system1": distil,
@@ -58,8 +61,8 @@ async def test_tool_call_is_packed_and_distilled_in_parallel(doubles, budget):
 
     assert episode.final_answer == "Paris"
     assert [c.role for c in episode.calls if c.role == "system2"] == ["system2", "system2"]
-    assert log == [("search", {"query": "paris"}), ("search", {"query": "france"})]
-    assert [t.call for t in episode.tool_calls] == [0, 0]
+    assert log == [("search", {"query": ["paris", "france"]})]
+    assert [t.call for t in episode.tool_calls] == [0]
     # pages 0..4 = [1]60, [2]50, [3]150, [4]30, [5]30 tokens; capacity 100:
     # [3] is over-long -> alone (truncated); FFD on the rest: 60 | 50 | 60+30 | 50+30 -> bins [0,3], [1,4]
     sys1 = episode.calls_by_role("system1")
@@ -95,7 +98,7 @@ async def test_python_output_bypasses_system1(doubles):
 
 
 async def test_turn_limit_stops_without_an_answer(doubles):
-    toolbox, _ = doubles.toolbox({"search": lambda query: "[1] nothing"})
+    toolbox, _ = doubles.toolbox({"search": lambda query: "nothing"})
     chat = doubles.Chat({"system2": lambda messages: "<think>still thinking</think>", "system1": []})
     episode = await mars.run(QUESTION, chat, toolbox, max_turns=3)
     assert episode.final_answer is None
@@ -108,7 +111,9 @@ async def test_turn_limit_stops_without_an_answer(doubles):
 
 
 async def test_sys1_false_feeds_raw_outputs(doubles):
-    toolbox, _ = doubles.toolbox({"search": lambda query: page(1, 10) + "\n" + page(2, 10)})
+    toolbox, _ = doubles.toolbox(
+        {"search": lambda query: ToolText(page(1, 10) + "\n" + page(2, 10), [page(1, 10), page(2, 10)])}
+    )
     chat = doubles.Chat(
         {"system2": [tool_call("search", {"query": "x"}), "<answer>A</answer>"], "system1": []}
     )

@@ -1,0 +1,88 @@
+"""Samples from episodes: masks, multi-turn merging, and equality with a re-render of the whole conversation."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.systems.types import Episode, ModelCall, Reply
+from trainer.samples import Sample, render, samples_from_episode
+
+
+def _call(id_, role, messages, text, parent=None, response_ids=None):
+    return ModelCall(
+        id=id_, role=role, messages=messages, reply=Reply(text=text, response_ids=response_ids), parent=parent
+    )
+
+
+def _rerender_to_last_eos(tokenizer, messages):
+    ids = render(tokenizer, messages)
+    last_eos = max(i for i, t in enumerate(ids) if t == tokenizer.eos_token_id)
+    return ids[: last_eos + 1]
+
+
+def test_single_turn_sample_is_prompt_plus_reply(tiny_tokenizer):
+    tok = tiny_tokenizer
+    messages = [{"role": "user", "content": "What is 3?"}]
+    episode = Episode(system="direct", question="q", calls=[_call(0, "solver", messages, "The answer is 7.")])
+    (sample,) = samples_from_episode(episode, tok, group_key="q1", reward=1.0)
+    assert sample.prompt_ids == render(tok, messages, add_generation_prompt=True)
+    assert sample.input_ids == _rerender_to_last_eos(
+        tok, [*messages, {"role": "assistant", "content": "The answer is 7."}]
+    )
+    assert sample.loss_mask == [1] * len(sample.response_ids)
+    assert tok.decode(sample.response_ids) == "The answer is 7.<|im_end|>"
+    assert (sample.role, sample.group_key, sample.reward, sample.parent) == ("solver", "q1", 1.0, None)
+
+
+def test_multi_turn_chain_is_one_sample_with_tool_tokens_masked_out(tiny_tokenizer):
+    tok = tiny_tokenizer
+    first = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "capital?"},
+    ]
+    second = [
+        *first,
+        {"role": "assistant", "content": "search Paris"},
+        {"role": "tool", "content": "Paris is the capital."},
+    ]
+    episode = Episode(
+        system="react",
+        question="q",
+        calls=[_call(0, "agent", first, "search Paris"), _call(1, "agent", second, "The answer is Paris")],
+    )
+    (sample,) = samples_from_episode(episode, tok)
+    conversation = [*second, {"role": "assistant", "content": "The answer is Paris"}]
+    assert sample.input_ids == _rerender_to_last_eos(tok, conversation)
+    trained = [t for t, m in zip(sample.response_ids, sample.loss_mask, strict=True) if m]
+    assert tok.decode(trained) == "search Paris<|im_end|>The answer is Paris<|im_end|>"
+    untrained = tok.decode([t for t, m in zip(sample.response_ids, sample.loss_mask, strict=True) if not m])
+    assert untrained == (
+        "\n<|im_start|>user\n<tool_response>\nParis is the capital.\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def test_other_roles_are_separate_samples_with_parent_index(tiny_tokenizer):
+    tok = tiny_tokenizer
+    solver = _call(0, "solver", [{"role": "user", "content": "q"}], "7")
+    verifier = _call(1, "verifier", [{"role": "user", "content": "check 7"}], "correct", parent=0)
+    episode = Episode(system="vc", question="q", calls=[solver, verifier])
+    samples = samples_from_episode(episode, tok)
+    assert [s.role for s in samples] == ["solver", "verifier"]
+    assert samples[1].parent == 0
+    assert [s.role for s in samples_from_episode(episode, tok, roles={"verifier"})] == ["verifier"]
+
+
+def test_generated_ids_are_used_verbatim_and_truncated_reply_has_no_eos(tiny_tokenizer):
+    tok = tiny_tokenizer
+    ids = tok("7 7", add_special_tokens=False)["input_ids"]
+    call = _call(0, "solver", [{"role": "user", "content": "q"}], "7 7", response_ids=ids)
+    (sample,) = samples_from_episode(Episode(system="d", question="q", calls=[call]), tok)
+    assert sample.response_ids == ids
+    call.reply = Reply(text="7 7", finish_reason="length")
+    (sample,) = samples_from_episode(Episode(system="d", question="q", calls=[call]), tok)
+    assert sample.response_ids == ids
+
+
+def test_mismatched_lengths_are_rejected():
+    with pytest.raises(ValueError, match="loss_mask has 1 entries but response_ids has 2"):
+        Sample(prompt_ids=[1], response_ids=[2, 3], loss_mask=[1])

@@ -1,0 +1,185 @@
+"""The training recipe: YAML mapped onto dataclasses, every field documented, unknown keys rejected.
+
+``load_config(path)`` reads a recipe such as ``trainer/recipes/grpo-toy.yaml``. A key that is not a field is an
+error naming the key and the valid ones; a value of the wrong type is an error naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """The recipe is malformed; the message names the key to fix."""
+
+
+@dataclass
+class ModelConfig:
+    path: str | None = None
+    """An HF model directory or id; empty means: build the tiny offline model into ``<out>/base-model``."""
+    tiny_arch: str = "qwen2"
+    """Architecture of the tiny model built when ``path`` is empty (``qwen2`` or ``llama``)."""
+    dtype: str = "float32"
+    """Parameter dtype: ``float32`` or ``bfloat16``."""
+
+
+@dataclass
+class TaskConfig:
+    factory: str = "trainer.toy:digits_task"
+    """``module:function`` returning the task (its ``items`` and ``reward(item, episode)``)."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments for the factory."""
+    system: str = "direct"
+    """The harness system that runs each rollout (``harness.systems``), the same code as evaluation."""
+    system_options: dict[str, Any] = field(default_factory=dict)
+    """Options passed to the system's ``run``."""
+
+
+@dataclass
+class RolloutConfig:
+    prompts_per_step: int = 8
+    """Questions per step, over all ranks."""
+    group_size: int = 8
+    """Episodes sampled per question (the GRPO group)."""
+    max_tokens: int = 16
+    """Most new tokens per model call."""
+    temperature: float = 1.0
+    """Sampling temperature; the loss scores tokens at this same temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+
+
+@dataclass
+class AlgorithmConfig:
+    advantage: str = "grpo"
+    """``grpo`` (group-normalised outcome rewards) or ``gae`` (PPO with a critic)."""
+    grpo_eps: float = 1e-6
+    """Epsilon added to the group std."""
+    grpo_unbiased_std: bool = True
+    """Use the n-1 standard deviation in GRPO."""
+    grpo_normalize_std: bool = True
+    """Divide by the group std (false = Dr.GRPO)."""
+    gamma: float = 1.0
+    """GAE discount."""
+    lam: float = 0.95
+    """GAE lambda."""
+    clip_low: float = 0.2
+    """Lower PPO clip range (ratio >= 1 - clip_low)."""
+    clip_high: float = 0.2
+    """Upper PPO clip range (ratio <= 1 + clip_high)."""
+    dual_clip: float | None = 3.0
+    """Dual-clip bound for negative advantages; null disables it."""
+    loss_mode: str = "token-mean"
+    """Loss aggregation: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm."""
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the frozen reference model (0 = no reference model is loaded)."""
+    kl_kind: str = "k3"
+    """KL estimator: k1, abs, k2, k3, k1+, k3+."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus."""
+    ppo_epochs: int = 1
+    """Optimizer steps taken on each rollout batch."""
+    value_clip: float = 0.2
+    """Clip range of the critic's value update (gae only)."""
+    critic_lr: float = 1e-3
+    """Critic learning rate (gae only)."""
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 1e-3
+    """AdamW peak learning rate."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    grad_clip: float = 1.0
+    """Clip the global gradient norm to this; a non-finite norm skips the step."""
+    warmup_steps: int = 0
+    """Linear warm-up steps, then constant."""
+    token_budget: int = 4096
+    """Most token positions (padding included) one micro-batch computes."""
+    batching: str = "bucket"
+    """Micro-batch layout: ``bucket`` (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
+    max_padding: float = 0.1
+    """Bucket layout: most padding share of any micro-batch."""
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The policy to train."""
+    task: TaskConfig = field(default_factory=TaskConfig)
+    """What to train on and how rollouts are run."""
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """How episodes are sampled."""
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    """Advantages and losses."""
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    """Optimizer and batching."""
+    steps: int = 20
+    """Training steps (one rollout batch each)."""
+    seed: int = 0
+    """Seed of every random generator (data order, sampling, initialisation)."""
+    save_every: int = 10
+    """Save a checkpoint and an HF export every this many steps (and at the end); 0 = only at the end."""
+
+
+def _convert(value: Any, kind: Any, where: str) -> Any:
+    """``value`` checked against the annotation ``kind`` (dataclasses recursively); ``where`` names the key."""
+    if dataclasses.is_dataclass(kind):
+        return from_dict(kind, value, where)
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        return _convert(value, next(a for a in args if a is not type(None)), where)
+    if origin is tuple:
+        if not isinstance(value, list | tuple) or len(value) != len(args):
+            raise ConfigError(f"{where} must be a list of {len(args)} values, got {value!r}")
+        return tuple(
+            _convert(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True))
+        )
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where} must be a mapping, got {value!r}")
+        return dict(value)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{where} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def from_dict(cls: type, data: Any, where: str = "config") -> Any:
+    """Build dataclass ``cls`` from a mapping; unknown keys and mistyped values raise ``ConfigError``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping of {cls.__name__} fields, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise ConfigError(
+            f"unknown key {where}.{unknown[0]} in the training config; valid keys under {where}: "
+            f"{', '.join(sorted(fields))}"
+        )
+    return cls(**{name: _convert(value, hints[name], f"{where}.{name}") for name, value in data.items()})
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a YAML recipe into a ``TrainConfig``."""
+    text = Path(path).read_text()
+    data = yaml.safe_load(text) or {}
+    return from_dict(TrainConfig, data, "config")
+
+
+def to_dict(config: TrainConfig) -> dict[str, Any]:
+    """The config as plain data (for the run directory and checkpoints)."""
+    return dataclasses.asdict(config)

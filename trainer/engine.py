@@ -1,0 +1,428 @@
+"""The RL training loop. One ``Trainer.train_step`` reads top to bottom:
+
+1. rollout  -- each question's group of episodes runs through the harness system (the evaluation code) with the
+   live policy as its ``Chat``;
+2. scoring  -- the task rewards each episode; its calls become samples (``trainer.samples``); a non-finite reward
+   skips the step, reported;
+3. update   -- old logprobs (and reference logprobs, critic values) are recomputed on micro-batches,
+   advantages assigned (GRPO, or GAE with the critic), the clipped-surrogate loss (+ KL, entropy, value loss)
+   is accumulated over micro-batches with GLOBAL token/row counts, gradients are summed across ranks and
+   clipped, and AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the step.
+
+Sampling is reseeded from ``(seed, step, rank)`` at the start of every step, so a resumed run draws exactly what
+an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.nn.utils.rnn import pad_sequence
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
+
+from harness.providers.generation import Sampling
+from harness.systems import build_toolbox, get_system, run_system
+from harness.systems.types import Episode
+from trainer.advantages import gae, grpo
+from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from trainer.config import TrainConfig, to_dict
+from trainer.distributed import Distributed
+from trainer.losses import aggregate, entropy, kl, policy_loss
+from trainer.packing import (
+    MicroBatch,
+    micro_batches,
+    padding_share,
+    response_logits,
+    response_values,
+    token_logprobs,
+)
+from trainer.policy import PolicyChat
+from trainer.samples import Sample, samples_from_episode
+
+
+class PromptOrder:
+    """Question indices in a fresh shuffled order each epoch; ``(epoch, position)`` is the data cursor."""
+
+    def __init__(self, size: int, seed: int):
+        if size < 1:
+            raise ValueError("the task has no questions to train on")
+        self.size, self.seed, self.epoch, self.position = size, seed, 0, 0
+
+    def take(self, count: int) -> list[int]:
+        taken: list[int] = []
+        while len(taken) < count:
+            order = list(range(self.size))
+            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+            chunk = order[self.position : self.position + count - len(taken)]
+            taken += chunk
+            self.position += len(chunk)
+            if self.position == self.size:
+                self.epoch, self.position = self.epoch + 1, 0
+        return taken
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.position = state["epoch"], state["position"]
+
+
+def load_task(factory: str, args: dict[str, Any]) -> Any:
+    """Call the ``module:function`` task factory named in the config."""
+    module_name, _, function = factory.partition(":")
+    if not function:
+        raise ValueError(f"task.factory must look like 'module:function', got {factory!r}")
+    return getattr(importlib.import_module(module_name), function)(**args)
+
+
+def seed_step(seed: int, step: int, rank: int) -> None:
+    """Seed python, numpy and torch for one step of one rank."""
+    value = (seed * 1_000_003 + step) * 1_009 + rank
+    random.seed(value)
+    np.random.seed(value % 2**32)
+    torch.manual_seed(value)
+
+
+def rows(values: list[Tensor]) -> Tensor:
+    """Right-pad 1-D per-row tensors into a ``(B, T)`` matrix."""
+    return pad_sequence(values, batch_first=True)
+
+
+class Trainer:
+    """Policy, optional reference and critic, optimizer and data cursor for one run directory."""
+
+    def __init__(self, config: TrainConfig, run_dir: str | Path, *, resume: bool = False):
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.dist = Distributed.from_env()
+        self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
+        model_path = self._model_path()
+        dtype = getattr(torch, config.model.dtype)
+        algo = config.algorithm
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.policy = self._load(AutoModelForCausalLM, model_path, dtype)
+        self.reference = self._load(AutoModelForCausalLM, model_path, dtype) if algo.kl_coef > 0 else None
+        if self.reference is not None:
+            self.reference.requires_grad_(False).eval()
+        self.critic = None
+        if algo.advantage == "gae":
+            self.critic = self._load(AutoModelForTokenClassification, model_path, dtype, num_labels=1)
+        elif algo.advantage != "grpo":
+            raise ValueError(f"algorithm.advantage must be 'grpo' or 'gae', got {algo.advantage!r}")
+        groups = [{"params": list(self.policy.parameters()), "lr": config.optim.lr}]
+        if self.critic is not None:
+            groups.append({"params": list(self.critic.parameters()), "lr": algo.critic_lr})
+        self.optimizer = torch.optim.AdamW(
+            groups, betas=config.optim.betas, weight_decay=config.optim.weight_decay
+        )
+        warmup = config.optim.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
+        )
+        self.task = load_task(config.task.factory, config.task.args)
+        self.system = get_system(config.task.system)
+        self.system_options, tool_settings = self.system.split_options(config.task.system_options)
+        self.toolbox = build_toolbox(self.system, tool_settings)
+        self.prompts = PromptOrder(len(self.task.items), config.seed)
+        rollout = config.rollout
+        sampling = Sampling(
+            max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p
+        )
+        self.chat = PolicyChat(self.policy, self.tokenizer, defaults=sampling)
+        self.step = 0
+        if resume:
+            self.resume()
+
+    # ---- set-up -------------------------------------------------------------------------------------------
+
+    def _model_path(self) -> Path | str:
+        if self.config.model.path:
+            return self.config.model.path
+        path = self.run_dir / "base-model"
+        if self.dist.is_main and not (path / "config.json").exists():
+            from harness.tinymodel import build_tiny_model
+
+            build_tiny_model(path, arch=self.config.model.tiny_arch, seed=self.config.seed)
+        self.dist.barrier()
+        return path
+
+    def _load(self, cls: Any, path: Path | str, dtype: torch.dtype, **kwargs: Any) -> torch.nn.Module:
+        model = cls.from_pretrained(path, dtype=dtype, **kwargs)
+        return model.to(self.device) if self.device is not None else model
+
+    # ---- one step -----------------------------------------------------------------------------------------
+
+    def train_step(self) -> dict[str, float]:
+        """Run one rollout-and-update step; returns its metrics (``skipped`` = 1 when no update was made)."""
+        seed_step(self.config.seed, self.step, self.dist.rank)
+        started = time.perf_counter()
+        indices = self.prompts.take(self.config.rollout.prompts_per_step)
+        items = [self.task.items[i] for i in self.dist.shard(indices)]
+        self.policy.eval()
+        episodes = asyncio.run(self._rollout(items))
+        rolled = time.perf_counter()
+        samples = self._score(items, episodes)
+        scored = time.perf_counter()
+        metrics = self._reward_metrics(samples)
+        bad = [s.group_key for s in samples if not math.isfinite(s.reward)]
+        if self.dist.sum([len(bad)])[0] > 0:
+            metrics.update(skipped=1.0)
+            print(f"step {self.step}: non-finite reward for questions {sorted(set(bad))}; step skipped")
+        else:
+            metrics.update(self._update(samples))
+        finished = time.perf_counter()
+        tokens = self.dist.sum([sum(len(s.input_ids) for s in samples)])[0]
+        metrics.update(
+            step=float(self.step),
+            tokens=tokens,
+            tokens_per_s=tokens / (finished - started),
+            time_rollout=rolled - started,
+            time_scoring=scored - rolled,
+            time_update=finished - scored,
+            time_step=finished - started,
+            lr=self.scheduler.get_last_lr()[0],
+        )
+        self.step += 1
+        return metrics
+
+    async def _rollout(self, items: list[dict[str, Any]]) -> list[list[Episode]]:
+        size = self.config.rollout.group_size
+        runs = [
+            run_system(self.system.name, item["question"], self.chat, self.toolbox, **self.system_options)
+            for item in items
+            for _ in range(size)
+        ]
+        episodes = await asyncio.gather(*runs)
+        return [episodes[i * size : (i + 1) * size] for i in range(len(items))]
+
+    def _score(self, items: list[dict[str, Any]], episodes: list[list[Episode]]) -> list[Sample]:
+        samples: list[Sample] = []
+        for item, group in zip(items, episodes, strict=True):
+            for episode in group:
+                reward = float(self.task.reward(item, episode))
+                new = samples_from_episode(episode, self.tokenizer, group_key=str(item["id"]), reward=reward)
+                for sample in new:
+                    sample.parent = None if sample.parent is None else sample.parent + len(samples)
+                samples += new
+        return samples
+
+    def _reward_metrics(self, samples: list[Sample]) -> dict[str, float]:
+        finite = [s.reward for s in samples if math.isfinite(s.reward)]
+        count, total, squares = self.dist.sum([len(finite), sum(finite), sum(r * r for r in finite)])
+        mean = total / max(count, 1)
+        return {"reward_mean": mean, "reward_std": math.sqrt(max(squares / max(count, 1) - mean * mean, 0.0))}
+
+    # ---- update -------------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def _score_tokens(self, model: torch.nn.Module, batches: list[MicroBatch]) -> list[Tensor]:
+        """Per-sample response-token logprobs under ``model`` (at the sampling temperature), batch order."""
+        temperature = self.config.rollout.temperature
+        scored = []
+        for batch in batches:
+            flat = token_logprobs(response_logits(model, batch, temperature), batch.targets)
+            scored += list(flat.split(batch.response_lengths))
+        return scored
+
+    def _advantages(
+        self, samples: list[Sample], order: list[int], values: list[Tensor] | None
+    ) -> tuple[list[Tensor], list[Tensor] | None]:
+        """Per-sample token advantages in ``order`` (GRPO scalars broadcast; GAE over the masked tokens), and
+        the GAE returns the critic regresses on (None for GRPO)."""
+        algo = self.config.algorithm
+        masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in order]
+        if values is None:
+            scalars = grpo(
+                [samples[i].reward for i in order],
+                [samples[i].group_key for i in order],
+                eps=algo.grpo_eps,
+                unbiased=algo.grpo_unbiased_std,
+                normalize_std=algo.grpo_normalize_std,
+            )
+            for i, scalar in zip(order, scalars.tolist(), strict=True):
+                samples[i].advantage = scalar
+            return [scalar * mask for scalar, mask in zip(scalars.tolist(), masks, strict=True)], None
+        mask = rows(masks)
+        last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
+        token_rewards = torch.zeros_like(mask)
+        token_rewards[torch.arange(len(order)), last] = torch.tensor([samples[i].reward for i in order])
+        advantages, returns = gae(token_rewards, rows(values).cpu(), mask, gamma=algo.gamma, lam=algo.lam)
+        for j, i in enumerate(order):
+            samples[i].advantage = advantages[j, : len(masks[j])].tolist()
+        per_row = [advantages[j, : len(m)] for j, m in enumerate(masks)]
+        return per_row, [returns[j, : len(m)] for j, m in enumerate(masks)]
+
+    def _update(self, samples: list[Sample]) -> dict[str, float]:
+        config, algo = self.config, self.config.algorithm
+        batches = micro_batches(
+            samples, config.optim.token_budget, config.optim.batching, config.optim.max_padding
+        )
+        order = [row for batch in batches for row in batch.rows]
+        old = self._score_tokens(self.policy, batches)
+        for row, logprobs in zip(order, old, strict=True):
+            samples[row].old_logprobs = logprobs.tolist()
+        ref = self._score_tokens(self.reference, batches) if self.reference is not None else None
+        values = None
+        if self.critic is not None:
+            with torch.no_grad():
+                values = [
+                    v for b in batches for v in response_values(self.critic, b).split(b.response_lengths)
+                ]
+        advantages, returns = self._advantages(samples, order, values)
+        masks = [torch.tensor(samples[row].loss_mask, dtype=torch.bool) for row in order]
+        local_counts = [sum(int(m.sum()) for m in masks), sum(int(m.any()) for m in masks)]
+        tokens, active_rows = (int(x) for x in self.dist.sum(local_counts))
+        if tokens == 0:
+            return {"skipped": 1.0}
+        counts = {"global_tokens": tokens, "global_rows": active_rows}
+        parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
+        self.policy.train()
+        sums: dict[str, float] = {}
+        for epoch in range(algo.ppo_epochs):
+            start, finite = 0, True
+            for batch in batches:
+                part = slice(start, start + len(batch.rows))
+                start += len(batch.rows)
+                data = {
+                    "mask": rows(masks[part]),
+                    "old": rows(old[part]),
+                    "advantages": rows(advantages[part]),
+                    "ref": rows(ref[part]) if ref is not None else None,
+                    "values": rows(values[part]) if values is not None else None,
+                    "returns": rows(returns[part]) if returns is not None else None,
+                }
+                loss, stats = self._micro_batch_loss(batch, data, counts)
+                if not torch.isfinite(loss):
+                    finite = False
+                    break
+                loss.backward()
+                if epoch == 0:
+                    for name, value in stats.items():
+                        sums[name] = sums.get(name, 0.0) + float(value)
+            if self.dist.sum([0.0 if finite else 1.0])[0] > 0:
+                self.optimizer.zero_grad(set_to_none=True)
+                print(f"step {self.step}: non-finite loss; step skipped")
+                return {"skipped": 1.0}
+            self.dist.sum_gradients(parameters)
+            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, config.optim.grad_clip)
+            if not torch.isfinite(grad_norm):
+                self.optimizer.zero_grad(set_to_none=True)
+                print(f"step {self.step}: non-finite gradient norm; step skipped")
+                return {"skipped": 1.0}
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            if epoch == 0:
+                sums["grad_norm"] = float(grad_norm)
+        self.scheduler.step()
+        reduced = dict(zip(sums, self.dist.sum(list(sums.values())), strict=True))
+        reduced["grad_norm"] = sums["grad_norm"]
+        adv = torch.cat([a[m] for a, m in zip(advantages, masks, strict=True)])
+        return {
+            **reduced,
+            "skipped": 0.0,
+            "advantage_mean": float(adv.mean()) if adv.numel() else 0.0,
+            "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
+            "response_length": sum(len(s.response_ids) for s in samples) / len(samples),
+            "micro_batches": float(len(batches)),
+            "padding_share": padding_share(batches),
+        }
+
+    def _micro_batch_loss(
+        self, batch: MicroBatch, data: dict[str, Tensor | None], counts: dict[str, int]
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """This micro-batch's share of the whole batch's loss, and its share of the metrics' sums."""
+        algo = self.config.algorithm
+        logits = response_logits(self.policy, batch, self.config.rollout.temperature)
+        logprob = rows(list(token_logprobs(logits, batch.targets).split(batch.response_lengths)))
+        device = logprob.device
+        mask, old, advantages = (data[k].to(device) for k in ("mask", "old", "advantages"))
+        loss, stats = policy_loss(
+            old,
+            logprob,
+            advantages,
+            mask,
+            clip_low=algo.clip_low,
+            clip_high=algo.clip_high,
+            dual_clip=algo.dual_clip,
+            mode=algo.loss_mode,
+            norm_length=self.config.rollout.max_tokens,
+            **counts,
+        )
+        token_mean = {"mode": "token-mean", "global_tokens": counts["global_tokens"]}
+        token_entropy = rows(list(entropy(logits).split(batch.response_lengths)))
+        metrics = {
+            "loss": loss.detach(),
+            "clip_fraction": stats["clip_frac_high"] + stats["clip_frac_low"],
+            "approx_kl": stats["approx_kl"],
+            "entropy": aggregate(token_entropy.detach(), mask, **token_mean),
+        }
+        if algo.entropy_coef:
+            loss = loss - algo.entropy_coef * aggregate(token_entropy, mask, algo.loss_mode, **counts)
+        if data["ref"] is not None:
+            per_token = kl(logprob, data["ref"].to(device), algo.kl_kind)
+            loss = loss + algo.kl_coef * aggregate(per_token, mask, algo.loss_mode, **counts)
+            metrics["kl"] = aggregate(per_token.detach(), mask, **token_mean)
+        if self.critic is not None:
+            value_loss = self._value_loss(batch, data, mask, counts)
+            loss = loss + value_loss
+            metrics["value_loss"] = value_loss.detach()
+        return loss, metrics
+
+    def _value_loss(
+        self, batch: MicroBatch, data: dict[str, Tensor | None], mask: Tensor, counts: dict[str, int]
+    ) -> Tensor:
+        """PPO's clipped value loss, ``0.5 * max((V - R)^2, (clip(V, V_old +- c) - R)^2)``, token-mean."""
+        values = rows(list(response_values(self.critic, batch).split(batch.response_lengths)))
+        old, returns = data["values"].to(values.device), data["returns"].to(values.device)
+        clip = self.config.algorithm.value_clip
+        clipped = old + (values - old).clamp(-clip, clip)
+        per_token = 0.5 * torch.maximum((values - returns).square(), (clipped - returns).square())
+        return aggregate(per_token, mask, "token-mean", global_tokens=counts["global_tokens"])
+
+    # ---- checkpoints --------------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.policy.state_dict(),
+            "critic": self.critic.state_dict() if self.critic is not None else None,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "prompts": self.prompts.state_dict(),
+            "config": to_dict(self.config),
+        }
+
+    def save(self) -> None:
+        """Checkpoint and export the current step (rank 0 writes; every rank waits)."""
+        if self.dist.is_main:
+            save_checkpoint(self.run_dir, self.step, self.state_dict(), export=self.export)
+        self.dist.barrier()
+
+    def export(self, directory: Path) -> None:
+        """Write the policy and tokenizer in HF format (what ``local/`` loads)."""
+        self.policy.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+
+    def resume(self) -> bool:
+        """Load the latest checkpoint of the run directory; False when there is none."""
+        path = latest_checkpoint(self.run_dir)
+        if path is None:
+            return False
+        state = load_checkpoint(path)
+        self.policy.load_state_dict(state["model"])
+        if self.critic is not None and state["critic"] is not None:
+            self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.prompts.load_state_dict(state["prompts"])
+        set_rng_state(state["rng"])
+        self.step = state["step"]
+        return True

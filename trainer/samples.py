@@ -1,0 +1,157 @@
+"""Training samples, and how an Episode's model calls become them.
+
+A sample is one token sequence the policy is trained on: the prompt (never trained), then the response, where
+``loss_mask`` marks the tokens the policy itself produced. A multi-turn call (its messages already hold earlier
+assistant turns and tool results) becomes ONE sample whose response covers the whole conversation after the
+first prompt: assistant tokens are in the mask, tool / user / other-agent tokens and chat-template scaffolding
+are out. The ids always equal a re-render of the whole conversation with the tokenizer's chat template (up to
+the final end-of-turn token), so what is trained is exactly what the model saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.systems.types import Episode, Message, ModelCall
+
+
+@dataclass
+class Sample:
+    """One training row."""
+
+    prompt_ids: list[int]
+    """Token ids of the rendered prompt up to the first token the model generated (never trained on)."""
+    response_ids: list[int]
+    """Token ids after the prompt: the model's tokens and, for multi-turn calls, the tool/user turns between them."""
+    loss_mask: list[int]
+    """One 0/1 per ``response_ids`` token: 1 for tokens the policy produced, 0 for tool/other-agent/template tokens."""
+    old_logprobs: list[float] | None = None
+    """Per ``response_ids`` token logprob under the policy that sampled it (the engine recomputes these)."""
+    role: str = "policy"
+    """The agent role that made the call (``solver``, ``verifier``, ``planner``, ...)."""
+    group_key: str = ""
+    """Rows with the same key are normalised together by group advantages (a question id, maybe with the role)."""
+    parent: int | None = None
+    """Index of the sample this one hangs off (a MATPO worker's planner), for broadcast advantages."""
+    reward: float = 0.0
+    """The scalar reward of this row (placed on its last response token for GAE)."""
+    advantage: float | list[float] | None = None
+    """A scalar broadcast over the mask (GRPO), or one value per ``response_ids`` token (GAE)."""
+
+    @property
+    def input_ids(self) -> list[int]:
+        return self.prompt_ids + self.response_ids
+
+    def __post_init__(self) -> None:
+        if len(self.loss_mask) != len(self.response_ids):
+            raise ValueError(
+                f"loss_mask has {len(self.loss_mask)} entries but response_ids has {len(self.response_ids)}"
+            )
+        if self.old_logprobs is not None and len(self.old_logprobs) != len(self.response_ids):
+            raise ValueError(
+                f"old_logprobs has {len(self.old_logprobs)} entries but response_ids has {len(self.response_ids)}"
+            )
+
+
+def render(tokenizer, messages: list[Message], *, add_generation_prompt: bool = False) -> list[int]:
+    """Token ids of ``messages`` rendered with the tokenizer's chat template."""
+    if not messages:
+        return []
+    encoded = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=True
+    )
+    return list(encoded["input_ids"])
+
+
+def _extension(tokenizer, before: list[int], messages: list[Message], **kwargs) -> list[int]:
+    """The tokens that rendering ``messages`` adds after ``before``; the template must be prefix-stable."""
+    after = render(tokenizer, messages, **kwargs)
+    if after[: len(before)] != before:
+        raise ValueError(
+            "the chat template is not prefix-stable (rendering one more message changed earlier tokens); "
+            "multi-turn samples need a template that renders each turn independently"
+        )
+    return after[len(before) :]
+
+
+def _assistant_mask(tokenizer, body: list[int]) -> list[int]:
+    """Mask 1 for an assistant turn's tokens up to and including its end-of-turn token, 0 for what follows."""
+    eos = tokenizer.eos_token_id
+    last_eos = max((i for i, token in enumerate(body) if token == eos), default=len(body) - 1)
+    return [1] * (last_eos + 1) + [0] * (len(body) - last_eos - 1)
+
+
+def _reply_ids(tokenizer, call: ModelCall) -> list[int]:
+    """The reply's token ids as generated, else its text tokenized and closed with the end-of-turn token."""
+    if call.reply.response_ids is not None:
+        return list(call.reply.response_ids)
+    ids = tokenizer(call.reply.text, add_special_tokens=False)["input_ids"]
+    return list(ids) + ([tokenizer.eos_token_id] if call.reply.finish_reason != "length" else [])
+
+
+def sample_from_call(tokenizer, call: ModelCall, *, group_key: str = "", reward: float = 0.0) -> Sample:
+    """One sample for ``call``: its messages' earlier assistant turns are trained on, everything else is not."""
+    messages = call.messages
+    first_assistant = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
+    prompt_ids = render(tokenizer, messages[:first_assistant], add_generation_prompt=True)
+    response_ids: list[int] = []
+    loss_mask: list[int] = []
+    rendered = prompt_ids
+    for index in range(first_assistant, len(messages)):
+        body = _extension(tokenizer, rendered, messages[: index + 1])
+        is_model_turn = messages[index]["role"] == "assistant"
+        mask = _assistant_mask(tokenizer, body) if is_model_turn else [0] * len(body)
+        if index + 1 < len(messages) and messages[index + 1]["role"] == "assistant":
+            header = _extension(tokenizer, rendered + body, messages[: index + 1], add_generation_prompt=True)
+            body, mask = body + header, mask + [0] * len(header)
+        response_ids += body
+        loss_mask += mask
+        rendered = rendered + body
+    if first_assistant < len(messages) and messages[-1]["role"] != "assistant":
+        header = _extension(tokenizer, rendered, messages, add_generation_prompt=True)
+        response_ids += header
+        loss_mask += [0] * len(header)
+    reply = _reply_ids(tokenizer, call)
+    response_ids += reply
+    loss_mask += [1] * len(reply)
+    old_logprobs = None
+    if call.reply.logprobs is not None and first_assistant == len(messages):
+        old_logprobs = list(call.reply.logprobs)
+    return Sample(
+        prompt_ids=prompt_ids,
+        response_ids=response_ids,
+        loss_mask=loss_mask,
+        old_logprobs=old_logprobs,
+        role=call.role,
+        group_key=group_key,
+        reward=reward,
+    )
+
+
+def _continues(earlier: ModelCall, later: ModelCall) -> bool:
+    """True when ``later``'s conversation starts with ``earlier``'s messages followed by its reply."""
+    head = [*earlier.messages, {"role": "assistant", "content": earlier.reply.text}]
+    return later.role == earlier.role and later.messages[: len(head)] == head
+
+
+def final_calls(episode: Episode) -> list[ModelCall]:
+    """The calls that are not continued by a later call of the same role (each one is a whole conversation)."""
+    calls = episode.calls
+    return [c for i, c in enumerate(calls) if not any(_continues(c, later) for later in calls[i + 1 :])]
+
+
+def samples_from_episode(
+    episode: Episode, tokenizer, *, group_key: str = "", reward: float = 0.0, roles: set[str] | None = None
+) -> list[Sample]:
+    """Samples for an episode's calls (``roles`` filters them), multi-turn chains merged into one sample each.
+
+    The sample's ``parent`` is the index (in the returned list) of the sample holding the call's parent call.
+    """
+    calls = [c for c in final_calls(episode) if roles is None or c.role in roles]
+    position = {call.id: index for index, call in enumerate(calls)}
+    samples = []
+    for call in calls:
+        sample = sample_from_call(tokenizer, call, group_key=group_key, reward=reward)
+        sample.parent = position.get(call.parent) if call.parent is not None else None
+        samples.append(sample)
+    return samples

@@ -1,0 +1,54 @@
+"""The react baseline, the prompt files and the systems registry's option checks."""
+
+import json
+
+import pytest
+
+from harness.prompts import PROMPT_DIR, fill, load_prompt
+from harness.systems import SYSTEMS, get_system, react, run_system
+
+
+async def test_react_hands_raw_tool_output_back_to_the_same_agent(doubles):
+    toolbox, log = doubles.toolbox({"browse": lambda url: "Page text: the answer is 7."})
+    call = "<tool_call>" + json.dumps({"name": "browse", "arguments": {"url": "http://x"}}) + "</tool_call>"
+    chat = doubles.Chat({"agent": ["<think>look</think>" + call, "<answer>7</answer>"]})
+    episode = await react.run("What is the answer?", chat, toolbox)
+    assert episode.final_answer == "7"
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [("agent", None, 0), ("agent", 0, 1)]
+    assert log == [("browse", {"url": "http://x"})]
+    assert (
+        episode.calls[1].messages[-1]["content"]
+        == "<tool_response>\nPage text: the answer is 7.\n</tool_response>"
+    )
+    assert "- browse: fetch a web page" in episode.calls[0].messages[0]["content"]
+
+
+def test_every_prompt_names_its_source_and_loads():
+    files = sorted(PROMPT_DIR.glob("*.txt"))
+    assert len(files) >= 20
+    for path in files:
+        assert path.read_text(encoding="utf-8").startswith("# Source: "), path.name
+        assert load_prompt(path.stem).strip()
+
+
+def test_fill_is_single_pass_and_names_missing_placeholders():
+    assert fill("{a} and {b} {json: 1}", {"a": "{b}", "b": "x"}) == "{b} and x {json: 1}"
+    with pytest.raises(ValueError, match="no placeholder"):
+        fill("{a}", {"c": "1"})
+    with pytest.raises(ValueError, match="known prompts"):
+        load_prompt("no_such_prompt")
+
+
+def test_registry_lists_roles_and_rejects_unknown_options():
+    assert set(SYSTEMS) >= {"direct", "react", "mars", "vc", "matpo", "mask"}
+    assert get_system("vc").roles == ("solver", "verifier", "corrector")
+    assert get_system("mask").roles == ("plan", "search", "summary", "update", "answer")
+    assert {"sys1", "max_turns", "search_backend"} <= set(get_system("mars").options())
+    with pytest.raises(ValueError, match=r"valid options: .*accept_after"):
+        get_system("vc").split_options({"acept_after": 2})
+
+
+async def test_run_system_passes_options(doubles):
+    chat = doubles.Chat({"solver": ["x"], "verifier": ["**Correctness:** Correct"]})
+    episode = await run_system("vc", "q", chat, None, accept_after=1)
+    assert episode.meta["outcome"] == "accepted"

@@ -1,0 +1,44 @@
+"""GAIA quasi-exact match: numbers, lists and strings as the official scorer compares them."""
+
+from __future__ import annotations
+
+import pytest
+
+from judges.gaia import quasi_exact_match
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("$1,000", "1000"),
+        ("17%", "17"),
+        ("17.0", "17"),
+        ("a, b; 3", "A,B;3.0"),
+        (" 3 , x ", "3,X"),
+        ("St. Petersburg", "st petersburg"),
+        ("Hello World!", "helloworld"),
+    ],
+)
+def test_matches(prediction, gold):
+    assert quasi_exact_match(prediction, gold)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("seventeen", "17"),
+        ("17.5", "17"),
+        ("a, b", "a, b, c"),
+        ("b, a", "a, b"),
+        ("st. petersburg, russia", "St Petersburg, Russia"),  # list elements keep punctuation, as officially
+        ("Paris", "London"),
+        ("anything", "inf"),  # officially an unparsable number becomes inf and would match; not here
+        (None, "17"),
+    ],
+)
+def test_mismatches(prediction, gold):
+    assert not quasi_exact_match(prediction, gold)
+
+
+def test_missing_prediction_reads_as_the_text_none():
+    assert quasi_exact_match(None, "None")

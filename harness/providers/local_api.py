@@ -30,6 +30,7 @@ from inspect_ai._util.constants import DEFAULT_MAX_TOKENS
 from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessage,
+    ChatMessageAssistant,
     GenerateConfig,
     Logprob,
     Logprobs,
@@ -51,6 +52,8 @@ from harness.providers.resolve import ResolvedCheckpoint, resolve_checkpoint
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "hf", "vllm")
+TOOL_FORMAT = "any"
+"""Model family given to Inspect's open-model tool-call parser: not a known family, so it tries every format."""
 
 
 @dataclass(frozen=True)
@@ -234,8 +237,13 @@ class TransformersModelAPI(ModelAPI):
         )
 
     def to_output(self, completion: Completion, tools: list[ToolInfo], *, with_logprobs: bool) -> ModelOutput:
-        message = HFHandler(self.model_name).parse_assistant_response(completion.text, tools)
-        message.model = self.model_name
+        if (
+            tools
+        ):  # tool calls in any of the common open-model formats: <tool_call>{...}</tool_call>, ```json, raw
+            message = HFHandler(self.model_name, TOOL_FORMAT).parse_assistant_response(completion.text, tools)
+            message.model = self.model_name
+        else:
+            message = ChatMessageAssistant(content=completion.text, model=self.model_name, source="generate")
         at_context_end = len(completion.prompt_ids) + len(completion.response_ids) >= self.context
         if completion.finish_reason == "length":
             stop_reason = "model_length" if at_context_end else "max_tokens"

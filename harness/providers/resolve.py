@@ -59,8 +59,10 @@ def resolve_checkpoint(
         resolved = _resolve_entry(entry, base=base, allow_download=allow_download)
     else:
         resolved = _resolve_location(name, base=base, allow_download=allow_download)
-    if tokenizer is not None:
-        resolved = replace(resolved, tokenizer=_require_tokenizer(_existing_dir(tokenizer, "tokenizer")))
+    tokenizer_dir = (
+        _existing_dir(tokenizer, "tokenizer") if tokenizer is not None else Path(resolved.tokenizer)
+    )
+    resolved = replace(resolved, tokenizer=_require_tokenizer(tokenizer_dir))
     if chat_template is not None:
         if not Path(chat_template).is_file():
             raise CheckpointError(f"chat template file {chat_template} does not exist")
@@ -121,7 +123,7 @@ def _resolve_dir(path: Path, *, base: str | None, allow_download: bool) -> Resol
     if (path / "adapter_config.json").is_file():
         return _resolve_adapter(path, base=base, allow_download=allow_download)
     if (path / "config.json").is_file():
-        return ResolvedCheckpoint(model=str(path), tokenizer=_require_tokenizer(path), source="model")
+        return ResolvedCheckpoint(model=str(path), tokenizer=str(path), source="model")
     export = latest_export(path)
     if export is None:
         raise CheckpointError(

@@ -1,0 +1,193 @@
+"""Resolving ``local/<x>``: model dirs, trainer runs, LoRA adapters, the HF cache, the registry, and clear errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import save_lora_adapter
+from peft import PeftModel
+
+from harness.checkpoints import RegistryError, load_registry
+from harness.providers.loading import load_checkpoint
+from harness.providers.resolve import CheckpointError, latest_export, resolve_checkpoint
+
+
+@pytest.fixture(autouse=True)
+def _no_registry(monkeypatch, tmp_path):
+    """Each test starts without a registry: no MARA_CHECKPOINTS and a working directory without checkpoints.yaml."""
+    monkeypatch.delenv("MARA_CHECKPOINTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def adapter(tiny_qwen, tmp_path_factory) -> Path:
+    return save_lora_adapter(tiny_qwen, tmp_path_factory.mktemp("lora"))
+
+
+def copy_model(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target
+
+
+def test_a_model_directory_resolves_to_itself(tiny_qwen):
+    resolved = resolve_checkpoint(str(tiny_qwen))
+    assert (resolved.model, resolved.tokenizer, resolved.adapter, resolved.source) == (
+        str(tiny_qwen),
+        str(tiny_qwen),
+        None,
+        "model",
+    )
+
+
+def test_a_run_directory_resolves_to_its_highest_export_step(tiny_qwen, tmp_path):
+    run = tmp_path / "run"
+    for step in (2, 10, 9):  # 10 > 9 > 2 numerically, though "step_9" > "step_10" as text
+        copy_model(tiny_qwen, run / "exports" / f"step_{step}")
+    (run / "step_50").mkdir()  # a training-state checkpoint, not an export: exports/ wins
+    resolved = resolve_checkpoint(str(run))
+    assert resolved.model == str(run / "exports" / "step_10")
+    assert resolved.source == "run"
+
+
+def test_a_run_directory_with_plain_step_dirs_and_an_explicit_step(tiny_qwen, tmp_path):
+    run = tmp_path / "run"
+    copy_model(tiny_qwen, run / "step_3")
+    copy_model(tiny_qwen, run / "step_7")
+    assert resolve_checkpoint(str(run)).model == str(run / "step_7")
+    assert resolve_checkpoint(str(run / "step_3")).model == str(run / "step_3")
+    assert latest_export(tmp_path) is None
+
+
+def test_an_adapter_resolves_onto_its_base(tiny_qwen, adapter):
+    resolved = resolve_checkpoint(str(adapter))
+    assert (resolved.model, resolved.adapter, resolved.tokenizer, resolved.source) == (
+        str(tiny_qwen),
+        str(adapter),
+        str(tiny_qwen),
+        "adapter",
+    )
+
+
+def test_lora_applied_and_merged_give_the_same_logits(tiny_qwen, adapter):
+    resolved = resolve_checkpoint(str(adapter))
+    merged = load_checkpoint(resolved, merge=True, device="cpu")
+    applied = load_checkpoint(resolved, merge=False, device="cpu")
+    plain = load_checkpoint(resolve_checkpoint(str(tiny_qwen)), device="cpu")
+    ids = torch.tensor([merged.tokenizer("The answer is 42.")["input_ids"]])
+    with torch.no_grad():
+        merged_logits, applied_logits = merged.model(ids).logits, applied.model(ids).logits
+        base_logits = plain.model(ids).logits
+    assert isinstance(applied.model, PeftModel)
+    assert not isinstance(merged.model, PeftModel)
+    torch.testing.assert_close(merged_logits, applied_logits, atol=1e-5, rtol=1e-4)
+    assert (merged_logits - base_logits).abs().max() > 1e-3  # the adapter really changes the model
+
+
+def test_an_incompatible_adapter_is_a_clear_error(tiny_qwen, tmp_path):
+    wrong = save_lora_adapter(tiny_qwen, tmp_path / "wrong", hidden_size=64)
+    with pytest.raises(CheckpointError, match=r"LoRA adapter .*wrong does not fit base model .*tiny-qwen2"):
+        load_checkpoint(resolve_checkpoint(str(wrong)), device="cpu")
+
+
+def test_an_hf_id_comes_from_the_local_cache_only(tiny_qwen, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--tiny-org--tiny-qwen" / "snapshots" / ("a" * 40)
+    copy_model(tiny_qwen, snapshot)
+    (cache / "models--tiny-org--tiny-qwen" / "refs").mkdir()
+    (cache / "models--tiny-org--tiny-qwen" / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    resolved = resolve_checkpoint("tiny-org/tiny-qwen")
+    assert (Path(resolved.model), resolved.source) == (snapshot.resolve(), "hf-cache")
+    with pytest.raises(CheckpointError, match="not in the local Hugging Face cache.*-M allow_download=true"):
+        resolve_checkpoint("tiny-org/not-cached")
+
+
+def write_registry(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_registry_names_resolve_relative_to_the_registry_file(tiny_qwen, adapter, tmp_path, monkeypatch):
+    home = tmp_path / "suite"
+    copy_model(tiny_qwen, home / "runs" / "vc" / "exports" / "step_4")
+    (home / "qwen.jinja").write_text("{{ messages[0].content }}")
+    registry = write_registry(
+        home / "my-checkpoints.yaml",
+        f"marsrl-vc:\n  path: runs/vc\n  notes: V-C, 4 steps\n"
+        f"lora:\n  adapter: {adapter}\n  merge: false\n  chat_template: qwen.jinja\n",
+    )
+    monkeypatch.setenv("MARA_CHECKPOINTS", str(registry))
+    vc = resolve_checkpoint("marsrl-vc")
+    assert (vc.model, vc.source, vc.notes) == (
+        str(home / "runs/vc/exports/step_4"),
+        "registry:marsrl-vc",
+        "V-C, 4 steps",
+    )
+    lora = resolve_checkpoint("lora")
+    assert (lora.adapter, lora.merge, lora.chat_template) == (str(adapter), False, str(home / "qwen.jinja"))
+    assert load_checkpoint(lora, device="cpu").tokenizer.chat_template == "{{ messages[0].content }}"
+
+
+def test_checkpoints_yaml_in_the_working_directory_is_the_default_registry(tiny_qwen, tmp_path):
+    write_registry(tmp_path / "checkpoints.yaml", f"tiny:\n  path: {tiny_qwen}\n")
+    assert resolve_checkpoint("tiny").model == str(tiny_qwen)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a:\n  path: x\n  adapter: y\n", "give exactly one of 'path'"),
+        ("a:\n  pth: x\n", r"unknown field\(s\) pth; known fields: path, adapter"),
+        ("a:\n  path: x\n  merge: maybe\n", "'merge' must be true or false"),
+        ("a:\n  path: x\n  base: y\n", "'base' only applies with 'adapter'"),
+        ("- a\n- b\n", "expected a mapping of checkpoint name"),
+        ("a: [1\n", "not valid YAML"),
+    ],
+)
+def test_malformed_registries_name_the_file_entry_and_fix(tmp_path, text, message):
+    registry = write_registry(tmp_path / "reg.yaml", text)
+    with pytest.raises(RegistryError, match=message):
+        load_registry(registry)
+
+
+def test_a_missing_registry_file_named_by_the_environment_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("MARA_CHECKPOINTS", str(tmp_path / "nope.yaml"))
+    with pytest.raises(RegistryError, match="MARA_CHECKPOINTS=.*nope.yaml is not a file"):
+        resolve_checkpoint("anything")
+
+
+def test_bad_locations_are_clear_errors(tiny_qwen, tmp_path):
+    with pytest.raises(CheckpointError, match="no such directory: ./missing/model"):
+        resolve_checkpoint("./missing/model")
+    (tmp_path / "weights.bin").write_text("")
+    with pytest.raises(CheckpointError, match="is a file"):
+        resolve_checkpoint(str(tmp_path / "weights.bin"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="is not a model directory: it has no config.json"):
+        resolve_checkpoint(str(tmp_path / "empty"))
+    (tmp_path / "run" / "exports" / "step_1").mkdir(parents=True)
+    with pytest.raises(CheckpointError, match="its latest export .*step_1 has no config.json"):
+        resolve_checkpoint(str(tmp_path / "run"))
+
+
+def test_a_model_without_tokenizer_or_chat_template_is_a_clear_error(tiny_qwen, tmp_path):
+    bare = copy_model(tiny_qwen, tmp_path / "bare")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (bare / name).unlink()
+    with pytest.raises(CheckpointError, match="has no tokenizer .*pass -M tokenizer=DIR"):
+        resolve_checkpoint(str(bare))
+    assert resolve_checkpoint(str(bare), tokenizer=str(tiny_qwen)).tokenizer == str(tiny_qwen)
+
+    untemplated = copy_model(tiny_qwen, tmp_path / "untemplated")
+    (untemplated / "chat_template.jinja").unlink()
+    with pytest.raises(CheckpointError, match="has no chat template; pass -M chat_template=FILE"):
+        load_checkpoint(resolve_checkpoint(str(untemplated)), device="cpu")
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    loaded = load_checkpoint(resolve_checkpoint(str(untemplated), chat_template=str(template)), device="cpu")
+    assert loaded.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == "hi"

@@ -1,0 +1,206 @@
+"""The ``local/`` Inspect provider on the transformers backend: batching, sampling settings, stop reasons,
+usage, logprobs/token ids, chat rendering with tools and thinking, option errors, and a full ``inspect_ai.eval``."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+import torch
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import (
+    ChatMessageAssistant,
+    ChatMessageTool,
+    ChatMessageUser,
+    ContentReasoning,
+    ContentText,
+    GenerateConfig,
+    get_model,
+)
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate as generate_solver
+from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
+
+from harness.providers.generation import Completion, Sampling, generate, render_prompt
+from harness.providers.local_api import choose_backend
+
+QUESTIONS = ["What is 2+2?", "Name a prime.", "Who wrote Hamlet?", "x", "Solve 3x = 12.", "Capital of Peru?"]
+
+
+SEARCH = ToolInfo(
+    name="search",
+    description="Search the web.",
+    parameters=ToolParams(
+        properties={"query": ToolParam(type="string", description="the query")}, required=["query"]
+    ),
+)
+
+
+def local_model(path, **model_args):
+    return get_model(f"local/{path}", memoize=False, **model_args)
+
+
+def user(text: str) -> list:
+    return [ChatMessageUser(content=text)]
+
+
+async def test_concurrent_calls_are_batched_and_match_unbatched_greedy(tiny_qwen, qwen_pair):
+    model = local_model(tiny_qwen, batch_size=4, batch_wait_ms=200)
+    config = GenerateConfig(max_tokens=12, temperature=0)
+    outputs = await asyncio.gather(*(model.generate(user(q), config=config) for q in QUESTIONS))
+    assert model.api.batcher.batch_sizes[-2:] == [4, 2]
+    core_model, tokenizer = qwen_pair
+    for question, output in zip(QUESTIONS, outputs, strict=True):
+        prompt = render_prompt(tokenizer, [{"role": "user", "content": question}])
+        [expected] = generate(core_model, tokenizer, [prompt], Sampling(max_tokens=12, temperature=0))
+        assert output.completion == expected.text
+        assert output.stop_reason == "max_tokens"
+        assert (output.usage.input_tokens, output.usage.output_tokens) == (len(prompt), 12)
+        assert output.usage.total_tokens == len(prompt) + 12
+
+
+async def test_token_ids_and_logprobs_on_every_reply(tiny_qwen, qwen_pair):
+    model = local_model(tiny_qwen, return_token_ids=True)
+    output = await model.generate(
+        user("Think: 7*6?"),
+        config=GenerateConfig(max_tokens=6, temperature=1.0, seed=3, logprobs=True, top_logprobs=2),
+    )
+    meta = output.metadata
+    core_model, tokenizer = qwen_pair
+    assert meta["prompt_token_ids"] == render_prompt(tokenizer, [{"role": "user", "content": "Think: 7*6?"}])
+    assert len(meta["response_token_ids"]) == 6
+    with torch.no_grad():
+        logits = core_model(torch.tensor([meta["prompt_token_ids"] + meta["response_token_ids"]])).logits[0]
+    expected = torch.log_softmax(logits, -1)[len(meta["prompt_token_ids"]) - 1 : -1]
+    expected = expected.gather(1, torch.tensor(meta["response_token_ids"])[:, None])[:, 0]
+    torch.testing.assert_close(torch.tensor(meta["response_logprobs"]), expected, atol=1e-5, rtol=1e-5)
+    entries = output.choices[0].logprobs.content
+    assert [e.logprob for e in entries] == meta["response_logprobs"]
+    assert [e.token for e in entries] == [tokenizer.decode([t]) for t in meta["response_token_ids"]]
+    assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob >= e.logprob for e in entries)
+
+
+async def test_a_seeded_call_is_reproducible(tiny_qwen):
+    model = local_model(tiny_qwen)
+    config = GenerateConfig(max_tokens=10, temperature=1.0, seed=9)
+    first, again = (
+        await model.generate(user("hi"), config=config),
+        await model.generate(user("hi"), config=config),
+    )
+    other = await model.generate(user("hi"), config=config.merge(GenerateConfig(seed=10)))
+    assert first.completion == again.completion != other.completion
+
+
+def test_per_call_settings_map_to_sampling_and_unset_ones_follow_the_generation_config(tiny_qwen):
+    api = local_model(tiny_qwen).api
+    config = GenerateConfig(max_tokens=7, temperature=0.5, top_p=0.9, top_k=5, stop_seqs=["\n\n"], seed=3)
+    assert api.sampling(config) == Sampling(
+        max_tokens=7, temperature=0.5, top_p=0.9, top_k=5, stop=("\n\n",), seed=3
+    )
+    # the tiny model's generation config says do_sample=False: greedy unless the call says otherwise
+    assert api.sampling(GenerateConfig(max_tokens=4)) == Sampling(max_tokens=4, temperature=0.0)
+    api.loaded.model.generation_config.update(do_sample=True, temperature=0.6, top_p=0.95, top_k=20)
+    try:
+        assert api.sampling(GenerateConfig(max_tokens=4)) == Sampling(
+            max_tokens=4, temperature=0.6, top_p=0.95, top_k=20
+        )
+    finally:
+        api.loaded.model.generation_config.update(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
+
+
+async def test_context_window_end_and_overlong_prompt_report_model_length(tiny_qwen, qwen_pair):
+    _, tokenizer = qwen_pair
+    prompt_length = len(render_prompt(tokenizer, [{"role": "user", "content": "What is 2+2?"}]))
+    model = local_model(tiny_qwen, max_model_len=prompt_length + 2)
+    cut = await model.generate(user("What is 2+2?"), config=GenerateConfig(max_tokens=50))
+    assert (cut.stop_reason, cut.usage.output_tokens) == ("model_length", 2)
+    overlong = await model.generate(user("What is 2+2? " * 10), config=GenerateConfig(max_tokens=5))
+    assert (overlong.stop_reason, overlong.completion) == ("model_length", "")
+    assert f"but the context window (max_model_len) is {prompt_length + 2}" in overlong.metadata["error"]
+
+
+def test_tools_and_thinking_history_are_rendered_by_the_chat_template(tiny_qwen, qwen_pair):
+    _, tokenizer = qwen_pair
+    api = local_model(tiny_qwen).api
+    messages = [
+        ChatMessageUser(content="Capital of France?"),
+        ChatMessageAssistant(
+            content=[ContentReasoning(reasoning="look it up"), ContentText(text="")],
+            tool_calls=[ToolCall(id="c1", function="search", arguments={"query": "France capital"})],
+        ),
+        ChatMessageTool(content="Paris", tool_call_id="c1", function="search"),
+    ]
+    text = tokenizer.decode(api.render(messages, [SEARCH]))
+    assert (
+        '"name": "search", "description": "Search the web.", "parameters": {"type": "object", "properties": {"query"'
+        in text
+    )
+    assert "<think>\nlook it up\n</think>" in text
+    assert '<tool_call>\n{"name": "search", "arguments": {"query": "France capital"}}\n</tool_call>' in text
+    assert "<tool_response>\nParis\n</tool_response>" in text
+
+
+def test_a_tool_call_in_the_reply_is_parsed_and_think_is_kept(tiny_qwen):
+    api = local_model(tiny_qwen).api
+    text = '<think>need facts</think>\n<tool_call>\n{"name": "search", "arguments": {"query": "Peru"}}\n</tool_call>'
+    output = api.to_output(Completion(text, "stop", [1], [2, 3], [-0.1, -0.2]), [SEARCH], with_logprobs=False)
+    assert output.stop_reason == "tool_calls"
+    assert [(c.function, c.arguments) for c in output.message.tool_calls] == [("search", {"query": "Peru"})]
+    assert "<think>need facts</think>" in output.message.text
+    plain = api.to_output(Completion("<think>a</think>b", "stop", [1], [2], [-0.1]), [], with_logprobs=False)
+    assert (plain.completion, plain.stop_reason) == ("<think>a</think>b", "stop")
+
+
+def test_option_errors_are_clear(tiny_qwen):
+    with pytest.raises(ValueError, match=r"unknown -M option\(s\) batchsize; known options: backend, dtype"):
+        local_model(tiny_qwen, batchsize=4)
+    with pytest.raises(ValueError, match="-M backend=tpu is not one of auto, hf, vllm"):
+        local_model(tiny_qwen, backend="tpu")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is not None and torch.cuda.is_available(),
+    reason="vLLM and a GPU are present",
+)
+def test_vllm_without_vllm_and_gpu_is_a_clear_error_and_auto_falls_back_to_transformers(tiny_qwen):
+    assert choose_backend("auto") == "hf"
+    with pytest.raises(ValueError, match="-M backend=vllm needs the vllm package and a CUDA GPU"):
+        local_model(tiny_qwen, backend="vllm")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(),
+    reason="needs vllm and a CUDA GPU",
+)
+async def test_vllm_backend_generates(tiny_qwen):
+    model = local_model(tiny_qwen, backend="vllm", max_model_len=2048)
+    output = await model.generate(user("What is 2+2?"), config=GenerateConfig(max_tokens=8, temperature=0))
+    assert output.usage.output_tokens <= 8 and output.stop_reason in ("stop", "max_tokens")
+
+
+def test_an_inspect_eval_runs_end_to_end_through_local(tiny_qwen, qwen_pair, tmp_path):
+    samples = [Sample(id=i, input=q, target="4") for i, q in enumerate(QUESTIONS[:3])]
+    task = Task(dataset=samples, solver=generate_solver(), scorer=includes())
+    [log] = eval(
+        task,
+        model=f"local/{tiny_qwen}",
+        model_args={"batch_size": 4},
+        max_tokens=8,
+        temperature=0,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    core_model, tokenizer = qwen_pair
+    for sample in log.samples:
+        prompt = render_prompt(tokenizer, [{"role": "user", "content": QUESTIONS[sample.id]}])
+        [expected] = generate(core_model, tokenizer, [prompt], Sampling(max_tokens=8, temperature=0))
+        assert sample.output.completion == expected.text
+        assert sample.output.usage.output_tokens == len(expected.response_ids)
+    usage = log.stats.model_usage[f"local/{tiny_qwen}"]
+    assert usage.input_tokens == sum(
+        len(render_prompt(tokenizer, [{"role": "user", "content": q}])) for q in QUESTIONS[:3]
+    )

@@ -49,7 +49,11 @@ class Reply:
 
 
 class Chat(Protocol):
-    """A model endpoint keyed by agent role (``solver``, ``verifier``, ``system1``, ``planner``, ...)."""
+    """A model endpoint keyed by agent role (``solver``, ``verifier``, ``system1``, ``planner``, ...).
+
+    An implementation may also carry a ``tokenizer`` attribute (a Hugging Face tokenizer of the model behind it;
+    the trainer's policy chat does): systems then count tokens exactly, e.g. for MARS's System-1 budget bins.
+    """
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply: ...
 

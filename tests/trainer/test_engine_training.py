@@ -1,0 +1,95 @@
+"""The training loop: it learns the toy task, resumes exactly, and skips non-finite steps."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from trainer.config import RolloutConfig
+from trainer.engine import Trainer
+from trainer.toy import ToyTask
+
+
+def _params(trainer: Trainer) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in trainer.policy.parameters()]
+
+
+def test_grpo_raises_mean_reward_on_the_toy_task(toy_config, tmp_path):
+    config = dataclasses.replace(
+        toy_config, rollout=RolloutConfig(prompts_per_step=8, group_size=8, max_tokens=8)
+    )
+    trainer = Trainer(config, tmp_path)
+    rewards = [trainer.train_step()["reward_mean"] for _ in range(14)]
+    assert rewards[0] < 0.2  # a random tiny model rarely emits digits
+    assert sum(rewards[-3:]) / 3 > rewards[0] + 0.4, rewards
+
+
+def test_resume_reproduces_the_next_step_exactly(toy_config, tmp_path):
+    straight = Trainer(toy_config, tmp_path / "straight")
+    expected = [straight.train_step() for _ in range(3)]
+
+    first = Trainer(toy_config, tmp_path / "resumed")
+    first.train_step(), first.train_step()
+    first.save()
+    resumed = Trainer(toy_config, tmp_path / "resumed", resume=True)
+    assert resumed.step == 2
+    after = resumed.train_step()
+    for key in ("reward_mean", "loss", "entropy", "grad_norm", "tokens"):
+        assert after[key] == expected[2][key], key
+    for a, b in zip(_params(straight), _params(resumed), strict=True):
+        assert torch.equal(a, b)
+
+
+class _NanTask(ToyTask):
+    def reward(self, item, episode):
+        return math.nan if item["id"] == self.items[0]["id"] else 1.0
+
+
+def nan_task() -> _NanTask:
+    return _NanTask([{"id": f"q{i}", "question": f"What is {i}?", "answer": str(i)} for i in range(4)])
+
+
+def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys):
+    config = dataclasses.replace(
+        toy_config, task=dataclasses.replace(toy_config.task, factory=f"{__name__}:nan_task", args={})
+    )
+    trainer = Trainer(config, tmp_path)
+    before = _params(trainer)
+    metrics = trainer.train_step()
+    assert metrics["skipped"] == 1.0 and "loss" not in metrics
+    assert "non-finite reward for questions ['q0']" in capsys.readouterr().out
+    assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
+    assert trainer.step == 1
+
+
+def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
+    import trainer.engine as engine
+
+    def nan_loss(*args, **kwargs):
+        loss, stats = real_policy_loss(*args, **kwargs)
+        return loss * math.nan, stats
+
+    real_policy_loss = engine.policy_loss
+    monkeypatch.setattr(engine, "policy_loss", nan_loss)
+    trainer = Trainer(toy_config, tmp_path)
+    before = _params(trainer)
+    metrics = trainer.train_step()
+    assert metrics["skipped"] == 1.0
+    assert "non-finite loss; step skipped" in capsys.readouterr().out
+    assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
+    assert all(p.grad is None for p in trainer.policy.parameters())
+    assert not trainer.optimizer.state  # AdamW never stepped
+
+
+def test_ppo_with_critic_and_reference_trains_both_models(toy_config, tmp_path):
+    algorithm = dataclasses.replace(toy_config.algorithm, advantage="gae", kl_coef=0.1, ppo_epochs=2)
+    trainer = Trainer(dataclasses.replace(toy_config, algorithm=algorithm), tmp_path)
+    critic_before = [p.detach().clone() for p in trainer.critic.parameters()]
+    metrics = trainer.train_step()
+    assert metrics["skipped"] == 0.0
+    assert math.isfinite(metrics["value_loss"]) and metrics["value_loss"] > 0
+    assert metrics["kl"] == 0.0  # first epoch: the policy still equals the reference
+    changed = [not torch.equal(a, b) for a, b in zip(critic_before, trainer.critic.parameters(), strict=True)]
+    assert any(changed)

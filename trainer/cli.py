@@ -1,0 +1,62 @@
+"""``mara train CONFIG.yaml [--out DIR] [--resume]``: run a training recipe with a progress bar and metrics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainer.config import ConfigError, load_config, to_dict
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mara train", description="Train a policy with a YAML recipe.")
+    parser.add_argument("config", help="the recipe, e.g. trainer/recipes/grpo-toy.yaml")
+    parser.add_argument("--out", help="run directory (default: runs/<recipe name>)")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from the run directory's latest checkpoint"
+    )
+    parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"mara train: {err}")
+        return 2
+    if args.steps is not None:
+        config.steps = args.steps
+    run_dir = Path(args.out or Path("runs") / Path(args.config).stem)
+    return train(config, run_dir, resume=args.resume)
+
+
+def train(config, run_dir: Path, *, resume: bool = False) -> int:
+    """Train ``config`` in ``run_dir``: checkpoints every ``save_every`` steps and at the end, then plot."""
+    from tqdm import tqdm
+
+    from trainer.engine import Trainer
+    from trainer.metrics import MetricsLog, plot_curves
+
+    trainer = Trainer(config, run_dir, resume=resume)
+    main_rank = trainer.dist.is_main
+    if main_rank:
+        (run_dir / "config.json").write_text(json.dumps(to_dict(config), indent=2))
+    log = MetricsLog(run_dir) if main_rank else None
+    bar = tqdm(total=config.steps, initial=trainer.step, desc="train", disable=not main_rank)
+    while trainer.step < config.steps:
+        metrics = trainer.train_step()
+        if log is not None:
+            log.write(trainer.step - 1, metrics)
+        bar.set_postfix(
+            reward=f"{metrics['reward_mean']:.3f}", loss=f"{metrics.get('loss', float('nan')):.4f}"
+        )
+        bar.update(1)
+        if config.save_every and trainer.step % config.save_every == 0 and trainer.step < config.steps:
+            trainer.save()
+    bar.close()
+    trainer.save()
+    if log is not None:
+        log.close()
+        print(
+            f"run directory: {run_dir}  (export: {run_dir / 'exports' / f'step_{trainer.step}'}, curves: {plot_curves(run_dir)})"
+        )
+    return 0

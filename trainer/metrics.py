@@ -1,0 +1,77 @@
+"""Training metrics: one JSON line per step, the same scalars to TensorBoard, and a PNG of the curves at the end."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+METRICS_FILE = "metrics.jsonl"
+CURVES_FILE = "curves.png"
+TENSORBOARD_DIR = "tensorboard"
+PLOTTED = ("reward_mean", "loss", "entropy", "kl", "clip_fraction", "grad_norm", "tokens_per_s", "time_step")
+
+
+class MetricsLog:
+    """Appends each step's metrics to ``<run>/metrics.jsonl`` and ``<run>/tensorboard``."""
+
+    def __init__(self, run_dir: str | Path):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.run_dir / METRICS_FILE, "a")  # noqa: SIM115 -- closed in close()
+        self._writer = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+
+    def write(self, step: int, metrics: dict[str, float]) -> None:
+        self._file.write(
+            json.dumps({"step": step, **{k: v for k, v in metrics.items() if k != "step"}}) + "\n"
+        )
+        self._file.flush()
+        for name, value in metrics.items():
+            if name != "step" and math.isfinite(value):
+                self._writer.add_scalar(name, value, step)
+
+    def close(self) -> None:
+        self._file.close()
+        self._writer.close()
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
+    """The run's metric records, the last one per step (a resumed run rewrites the steps after its checkpoint)."""
+    path = Path(run_dir) / METRICS_FILE
+    by_step = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        by_step[record["step"]] = record
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def plot_curves(run_dir: str | Path) -> Path:
+    """Draw the run's curves (one panel per plotted metric present) to ``<run>/curves.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(run_dir)
+    names = [n for n in PLOTTED if any(n in r for r in records)]
+    columns = 4
+    figure, axes = plt.subplots(
+        max(1, math.ceil(len(names) / columns)),
+        columns,
+        figsize=(16, 3.5 * max(1, math.ceil(len(names) / columns))),
+    )
+    flat = list(getattr(axes, "flat", [axes]))
+    for axis, name in zip(flat, names, strict=False):
+        points = [(r["step"], r[name]) for r in records if name in r]
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker=".")
+        axis.set_title(name)
+        axis.set_xlabel("step")
+    for axis in flat[len(names) :]:
+        axis.axis("off")
+    figure.tight_layout()
+    out = Path(run_dir) / CURVES_FILE
+    figure.savefig(out, dpi=80)
+    plt.close(figure)
+    return out

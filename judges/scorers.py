@@ -1,10 +1,13 @@
 """Inspect @scorer functions for every judge, registered with Inspect through the package's entry point.
 
 Each scorer reads the text to judge with ``response_to_judge(state, answer)`` (``answer="solver"`` scores the V-C
-system's Solver answer with the same judge), puts the extracted answer in ``Score.answer`` (maj@k groups by it)
-and the judge's details in ``Score.metadata``. Values are dicts (keys described in ``judges.metrics``). LLM judges
-take their model from the ``grader`` role; an attempt they cannot judge is *unscored* (``judged_correct`` NaN,
-``reason="grader_failed"``), counted by the ``unscored`` metric and never in accuracy over judged items.
+system's Solver answer with the same judge). The math, lexical and GAIA judges compare the answer marked in that
+text (``\\boxed{}``, ``<answer>``, ``ANSWER:`` line; see ``judges.math.extract_answer``), the lexical and GAIA
+judges falling back to the whole text when nothing is marked; LLM judges see the whole text. Each scorer puts the
+extracted answer in ``Score.answer`` (maj@k groups by it) and the judge's details in ``Score.metadata``. Values are
+dicts (keys described in ``judges.metrics``). LLM judges take their model from the ``grader`` role; an attempt they
+cannot judge is *unscored* (``judged_correct`` NaN, ``reason="grader_failed"``), counted by the ``unscored`` metric
+and never in accuracy over judged items.
 """
 
 from __future__ import annotations

@@ -1,0 +1,109 @@
+"""The one place an evaluation task is assembled: dataset × system × judge × protocol.
+
+``benchmark_task`` validates every option first (benchmark, protocol, epochs/reducers, judge, system and its
+options, data selection) so that a bad ``-T`` value stops the run at task creation, before any sample runs, with a
+message listing the valid values. The task's metadata records what was evaluated and how: benchmark, source and
+its revision or file sha256, row count, sha256 of the id list, protocol, judge and judge model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.model import Model, get_model, model_roles
+
+from harness.datasets import get_benchmark, load_benchmark
+from harness.protocols import Protocol, get_protocol
+from harness.systems import get_system, system_solver
+from judges import registry as judges
+
+
+def _judge_choice(
+    benchmark_judge: str, protocol: Protocol, judge: str | None
+) -> tuple[str, dict[str, Any], str | None]:
+    """(judge name, judge options, default judge model): ``-T judge=`` beats the protocol, which beats the benchmark.
+
+    The protocol's judge options and judge model apply only to the protocol's own judge.
+    """
+    name = judge or protocol.judge or benchmark_judge
+    if name not in judges.JUDGES:
+        raise ValueError(f"unknown judge {name!r}; valid judges: {', '.join(sorted(judges.JUDGES))}")
+    if name == protocol.judge:
+        return name, dict(protocol.judge_options), protocol.judge_model
+    return name, {}, None
+
+
+def _grader_roles(judge_name: str, judge_model: str | None) -> dict[str, Model] | None:
+    """The protocol's judge model as the task's ``grader`` role, unless the eval already binds a grader."""
+    if judge_model is None or "grader" in model_roles():
+        return None
+    try:
+        return {"grader": get_model(judge_model)}
+    except PrerequisiteError as error:
+        reason = " ".join(re.sub(r"\[/?[a-z ]+\]", "", error.message).split())
+        raise ValueError(
+            f"the {judge_name!r} judge defaults to {judge_model}, which cannot be used here ({reason}); "
+            f"set its API key, or pass --model-role grader=<model> to use another grader"
+        ) from error
+
+
+def _grader_name(task_roles: dict[str, Model] | None) -> str | None:
+    """The grader the run will use: the eval's ``--model-role grader=`` binding, else the protocol's judge model."""
+    bound = model_roles().get("grader") or (task_roles or {}).get("grader")
+    return str(bound) if bound is not None else None
+
+
+def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
+    accepted = set(get_system(system).options())
+    settings = {key: value for key, value in protocol.system_settings.items() if key in accepted}
+    return {**settings, **options}
+
+
+def benchmark_task(
+    benchmark: str,
+    *,
+    system: str = "direct",
+    protocol: str | None = None,
+    judge: str | None = None,
+    data: str | None = None,
+    ids: str | int | Sequence[str | int] | None = None,
+    limit: int | None = None,
+    epochs: int | None = None,
+    reducers: str | Sequence[str] | None = None,
+    **system_options: Any,
+) -> Task:
+    """An Inspect task evaluating ``system`` on ``benchmark`` under ``protocol`` (see the module docstring)."""
+    spec = get_benchmark(benchmark)
+    chosen = get_protocol(protocol).with_overrides(epochs=epochs, reducers=reducers)
+    judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, judge)
+    effective_options = _system_options(system, chosen, system_options)
+    solver = system_solver(system, **effective_options)
+    scorer = judges.get_judge(judge_name, **judge_options)
+    uses_grader = judges.is_llm_judge(judge_name, **judge_options)
+    task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
+    judges.require_grader(judge_name, task_roles, **judge_options)
+    loaded = load_benchmark(spec.name, data=data, ids=ids, limit=limit)
+    metadata = {
+        "dataset": loaded.provenance,
+        "system": system,
+        "system_options": effective_options,
+        "protocol": chosen.summary(),
+        "judge": judge_name,
+        "judge_options": judge_options,
+        "judge_model": _grader_name(task_roles) if uses_grader else None,
+    }
+    return Task(
+        name=spec.name,
+        dataset=loaded.dataset,
+        solver=solver,
+        scorer=scorer,
+        epochs=chosen.epochs_spec(),
+        config=chosen.generate,
+        model_roles=task_roles,
+        metadata=metadata,
+    )

@@ -1,0 +1,189 @@
+"""Every task runs end to end on its bundled samples with scripted models and yields hand-computed metrics;
+avg@k / pass@k / maj@k over scripted epochs equal hand computations; bad -T values fail at task creation."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+
+from harness.datasets import load_benchmark
+from harness.evaluation import benchmark_task
+from harness.testing import scripted_model
+from judges.grader import GraderMissingError
+
+WRONG = "zzzz-wrong"
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
+
+# (task file, task name, judge family, bundled sample count)
+TASKS = [
+    ("aime.py", "aime2024", "math", 5),
+    ("aime.py", "aime2025", "math", 5),
+    ("aime.py", "beyond_aime", "math", 5),
+    ("gaia.py", "gaia", "gaia", 4),
+    ("hle.py", "hle", "hle", 5),
+    ("frames.py", "frames", "yes_no", 5),
+    ("webwalkerqa.py", "webwalkerqa", "yes_no", 5),
+    *[
+        ("qa.py", name, "lexical", 5)
+        for name in ("nq", "triviaqa", "popqa", "hotpotqa", "twowiki", "musique", "bamboogle", "ambigqa")
+    ],
+]
+
+
+def _solver_replies(benchmark: str, correct: int, family: str) -> dict[str, str]:
+    """The first ``correct`` samples get their gold answer, the rest a wrong one."""
+    replies = {}
+    for index, sample in enumerate(load_benchmark(benchmark, data="samples").dataset):
+        gold = sample.target[0]
+        answer = gold if index < correct else WRONG
+        replies[sample.input] = f"The answer is \\boxed{{{answer}}}." if family == "math" else answer
+    return replies
+
+
+def _grader_reply(prompt: str, family: str) -> str:
+    verdict = "no" if WRONG in prompt else "yes"
+    if family == "hle":
+        return json.dumps(
+            {"extracted_final_answer": "x", "reasoning": "compared", "correct": verdict, "confidence": 90}
+        )
+    return verdict
+
+
+def _metrics(log: EvalLog, reducer: str | None = None) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for score in log.results.scores:
+        if reducer is None or score.reducer in (reducer, None):
+            values.update({name: metric.value for name, metric in score.metrics.items()})
+    return values
+
+
+@pytest.mark.parametrize(("task_file", "task_name", "family", "count"), TASKS)
+def test_task_runs_end_to_end_on_bundled_samples(task_file, task_name, family, count):
+    """The user's path: ``inspect eval tasks/<file>@<task> -T data=samples -T system=direct`` with a grader role."""
+    replies = _solver_replies(task_name, correct=2, family=family)
+    solver = scripted_model(lambda messages, config: replies[messages[-1].text])
+    grader = scripted_model(lambda messages, config: _grader_reply(messages[-1].text, family))
+    (log,) = eval(
+        str(TASKS_DIR / f"{task_file}@{task_name}"),
+        task_args={"data": "samples", "system": "direct"},
+        model=solver,
+        model_roles={"grader": grader},
+        display="none",
+    )
+    assert log.status == "success", log.error
+    assert len(log.samples) == count
+    assert log.eval.metadata["dataset"]["row_count"] == count
+    metrics = _metrics(log)
+    expected = 2 / count
+    if family == "lexical":
+        assert (metrics["em"], metrics["acc"], metrics["f1"]) == pytest.approx((expected, expected, expected))
+    else:
+        assert metrics["accuracy"] == pytest.approx(expected)
+    if family in ("hle", "yes_no"):
+        assert metrics["unscored"] == 0
+        assert log.eval.metadata["judge_model"] == "mockllm/model"
+
+
+# sample (by its question's position) → scripted replies over 4 epochs, and the gold answers of aime2025 samples
+EPOCH_REPLIES = {
+    0: ["70", "70", "5", "6"],  # gold 70: 2 of 4 correct, majority 70
+    1: ["1", "1", "1", "588"],  # gold 588: 1 of 4 correct, majority 1
+    2: ["16", "9", "16", "9"],  # gold 16: 2 of 4 correct, tie 16/9 -> "16" sorts first
+}
+
+
+def _epoch_script(task):
+    questions = {sample.input: index for index, sample in enumerate(task.dataset)}
+    calls: dict[int, int] = defaultdict(int)
+
+    def reply(messages, config):
+        index = questions[messages[-1].text]
+        answer = EPOCH_REPLIES[index][calls[index]]
+        calls[index] += 1
+        return f"\\boxed{{{answer}}}"
+
+    return reply
+
+
+def test_avg_pass_and_maj_equal_hand_computations_on_scripted_epochs():
+    task = benchmark_task("aime2025", data="samples", limit=3, epochs=4, reducers="avg,pass@1,pass@2,maj")
+    (log,) = eval(task, model=scripted_model(_epoch_script(task)), display="none")
+    assert log.status == "success", log.error
+    # per sample (c correct of n = 4): avg = c/4; pass@2 = 1 - C(4-c, 2)/C(4, 2); maj = value of the majority answer
+    avg = Fraction(2, 4) + Fraction(1, 4) + Fraction(2, 4)
+    pass_2 = (1 - Fraction(1, 6)) + (1 - Fraction(3, 6)) + (1 - Fraction(1, 6))
+    maj = Fraction(1) + Fraction(0) + Fraction(1)
+    assert _metrics(log, "mean")["accuracy"] == pytest.approx(float(avg / 3))
+    assert _metrics(log, "pass_at_1")["accuracy"] == pytest.approx(float(avg / 3))
+    assert _metrics(log, "pass_at_2")["accuracy"] == pytest.approx(float(pass_2 / 3))
+    assert _metrics(log, "maj_at_k")["accuracy"] == pytest.approx(float(maj / 3))
+
+
+def test_protocol_sets_epochs_sampling_judge_and_records_them(load_task):
+    task = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", epochs=2, limit=1)
+    assert task.epochs == 2
+    assert (task.config.temperature, task.config.top_p, task.config.max_tokens) == (0.6, 0.95, 65536)
+    metadata = task.metadata
+    assert metadata["protocol"]["name"] == "marsrl" and metadata["protocol"]["reducers"] == ["avg"]
+    assert (metadata["judge"], metadata["judge_model"]) == ("math", None)
+
+
+def test_protocol_judge_model_is_the_default_grader(load_task, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    hle = load_task("hle.py", "hle", data="samples", protocol="mars")
+    assert (hle.metadata["judge"], hle.metadata["judge_model"]) == ("hle", "openai/gpt-4o")
+    assert str(hle.model_roles["grader"]) == "openai/gpt-4o"
+
+
+def test_a_bound_grader_replaces_the_protocols_judge_model(load_task, grader_bound, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    task = load_task("frames.py", "frames", data="samples", protocol="matpo")
+    assert (task.metadata["judge"], task.metadata["judge_model"]) == ("simpleqa", "mockllm/model")
+    assert not task.model_roles
+
+
+def test_protocol_judge_model_without_its_key_is_a_clear_error(load_task, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZUREAI_OPENAI_API_KEY", raising=False)
+    with pytest.raises(
+        ValueError, match=r"'simpleqa' judge defaults to openai/gpt-4o-mini.*--model-role grader="
+    ):
+        load_task("frames.py", "frames", data="samples", protocol="matpo")
+
+
+def test_protocol_settings_reach_only_systems_that_take_them(load_task):
+    vc = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="vc", accept_after=2)
+    assert vc.metadata["system_options"] == {"max_iterations": 10, "accept_after": 2}
+    direct = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="direct")
+    assert direct.metadata["system_options"] == {}
+    mask = load_task("qa.py", "nq", data="samples", protocol="mask")
+    assert (mask.metadata["judge"], mask.metadata["judge_options"]) == ("lexical", {"variant": "mask"})
+
+
+@pytest.mark.parametrize(
+    ("task_args", "error", "message"),
+    [
+        ({"system": "magic"}, ValueError, r"unknown system 'magic'; known systems: .*direct"),
+        ({"protocol": "fast"}, ValueError, r"unknown protocol 'fast'; valid protocols: default, marsrl"),
+        ({"judge": "vibes"}, ValueError, r"unknown judge 'vibes'; valid judges: equivalence, gaia, hle"),
+        (
+            {"temperature_x": 1},
+            ValueError,
+            r"does not take option\(s\) temperature_x; valid options: system_prompt",
+        ),
+        ({"epochs": 0}, ValueError, r"epochs=0 must be a positive integer"),
+        ({"reducers": "best@3"}, ValueError, r"unknown reducer 'best@3'"),
+        ({"limit": 0}, ValueError, r"limit=0 must be a positive integer"),
+        ({"ids": "nope"}, ValueError, r"ids not found in bundled samples aime2025.jsonl: nope"),
+        ({"judge": "hle"}, GraderMissingError, r"needs a grader model.*--model-role grader="),
+    ],
+)
+def test_bad_task_options_fail_at_task_creation(load_task, task_args, error, message):
+    with pytest.raises(error, match=message):
+        load_task("aime.py", "aime2025", **{"data": "samples", **task_args})

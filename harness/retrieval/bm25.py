@@ -9,9 +9,8 @@ import bm25s
 import numpy as np
 
 from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.store import Manifest, PassageStore
+from harness.retrieval.store import BM25_DIR, Manifest, PassageStore
 
-BM25_DIR = "bm25"
 DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stopwords": "en"}
 
 

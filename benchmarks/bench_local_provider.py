@@ -1,0 +1,71 @@
+"""Throughput of the ``local/`` provider on the tiny model: batched vs one-request-at-a-time, 1/8/32 concurrent.
+
+Each case sends N concurrent greedy requests (48 new tokens each) through ``get_model("local/...")``. The baseline
+is the same provider with ``batch_size=1`` (sequential generation) in the same process; the ratio of
+their tokens/s is reported in ``extra_info`` and printed, never asserted (target >= 3x at 8 concurrent). With vLLM
+and a CUDA GPU present the vLLM backend is measured too (tokens/s). Run:
+``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_local_provider.py --benchmark-only -s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import time
+
+import pytest
+import torch
+from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
+
+from harness.tinymodel import build_tiny_model
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+NEW_TOKENS = 48
+CONFIG = GenerateConfig(max_tokens=NEW_TOKENS, temperature=0)
+VLLM_READY = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("bench-tiny"))
+
+
+def tokens_per_second(model, concurrent: int) -> float:
+    """Generate ``concurrent`` requests at once; output tokens per wall-clock second."""
+
+    async def burst() -> int:
+        prompts = [[ChatMessageUser(content=f"Question {i}: what is {i} + {i}?")] for i in range(concurrent)]
+        outputs = await asyncio.gather(*(model.generate(p, config=CONFIG) for p in prompts))
+        return sum(o.usage.output_tokens for o in outputs)
+
+    start = time.perf_counter()
+    tokens = asyncio.run(burst())
+    return tokens / (time.perf_counter() - start)
+
+
+@pytest.mark.parametrize("concurrent", [1, 8, 32])
+def test_batched_vs_sequential_throughput(benchmark, tiny, concurrent):
+    sequential = get_model(f"local/{tiny}", batch_size=1, batch_wait_ms=0, backend="hf", memoize=False)
+    batched = get_model(f"local/{tiny}", batch_size=32, batch_wait_ms=10, backend="hf", memoize=False)
+    tokens_per_second(batched, 2)  # warm-up
+    baseline = max(tokens_per_second(sequential, concurrent) for _ in range(2))
+    rates: list[float] = []
+    benchmark.pedantic(lambda: rates.append(tokens_per_second(batched, concurrent)), rounds=3, iterations=1)
+    ratio = max(rates) / baseline
+    benchmark.extra_info.update(
+        {"concurrent": concurrent, "sequential_tok_s": baseline, "batched_tok_s": max(rates), "ratio": ratio}
+    )
+    print(f"\n{concurrent:>2} concurrent: sequential {baseline:8.0f} tok/s, batched {max(rates):8.0f} tok/s, ratio {ratio:.1f}x")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not VLLM_READY, reason="needs vllm and a CUDA GPU")
+@pytest.mark.parametrize("concurrent", [1, 8, 32])
+def test_vllm_throughput(benchmark, tiny, concurrent):
+    model = get_model(f"local/{tiny}", backend="vllm", max_model_len=2048, memoize=False)
+    tokens_per_second(model, 2)  # starts the server
+    rates: list[float] = []
+    benchmark.pedantic(lambda: rates.append(tokens_per_second(model, concurrent)), rounds=3, iterations=1)
+    benchmark.extra_info.update({"concurrent": concurrent, "vllm_tok_s": max(rates)})
+    print(f"\n{concurrent:>2} concurrent: vLLM {max(rates):8.0f} tok/s")

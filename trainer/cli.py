@@ -39,6 +39,7 @@ def train(config, run_dir: Path, *, resume: bool = False) -> int:
     trainer = Trainer(config, run_dir, resume=resume)
     main_rank = trainer.dist.is_main
     if main_rank:
+        run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(to_dict(config), indent=2))
     log = MetricsLog(run_dir) if main_rank else None
     bar = tqdm(total=config.steps, initial=trainer.step, desc="train", disable=not main_rank)

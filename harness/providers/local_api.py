@@ -10,7 +10,8 @@ concurrent requests into batches (``harness.providers.batching``) generated with
 ``batch_wait_ms``, ``merge`` (merge a LoRA adapter into its base; default true), ``base`` (an adapter's base
 model), ``tokenizer`` (a tokenizer directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to
 the chat template), ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put
-``prompt_token_ids``, ``response_token_ids`` and ``response_logprobs`` in every output's metadata).
+``prompt_ids``, ``response_ids`` and ``logprobs`` in every output's metadata: the
+``Reply`` field names, which ``harness.systems`` reads).
 
 Replies keep ``<think>`` blocks in their text. Per-call settings honoured: ``max_tokens``, ``temperature``,
 ``top_p``, ``top_k``, ``stop_seqs``, ``seed``, ``logprobs``/``top_logprobs``; unset ones default to the model's
@@ -257,9 +258,9 @@ class TransformersModelAPI(ModelAPI):
         metadata = None
         if self.options.return_token_ids:
             metadata = {
-                "prompt_token_ids": completion.prompt_ids,
-                "response_token_ids": completion.response_ids,
-                "response_logprobs": completion.logprobs,
+                "prompt_ids": completion.prompt_ids,
+                "response_ids": completion.response_ids,
+                "logprobs": completion.logprobs,
             }
         prompt_tokens, response_tokens = len(completion.prompt_ids), len(completion.response_ids)
         usage = ModelUsage(

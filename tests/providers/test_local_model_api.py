@@ -25,6 +25,7 @@ from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
 
 from harness.providers.generation import Completion, Sampling, generate, render_prompt
 from harness.providers.local_api import choose_backend
+from harness.systems.inspect_adapter import reply_from_output
 
 QUESTIONS = ["What is 2+2?", "Name a prime.", "Who wrote Hamlet?", "x", "Solve 3x = 12.", "Capital of Peru?"]
 
@@ -69,16 +70,23 @@ async def test_token_ids_and_logprobs_on_every_reply(tiny_qwen, qwen_pair):
     )
     meta = output.metadata
     core_model, tokenizer = qwen_pair
-    assert meta["prompt_token_ids"] == render_prompt(tokenizer, [{"role": "user", "content": "Think: 7*6?"}])
-    assert len(meta["response_token_ids"]) == 6
+    assert meta["prompt_ids"] == render_prompt(tokenizer, [{"role": "user", "content": "Think: 7*6?"}])
+    assert len(meta["response_ids"]) == 6
     with torch.no_grad():
-        logits = core_model(torch.tensor([meta["prompt_token_ids"] + meta["response_token_ids"]])).logits[0]
-    expected = torch.log_softmax(logits, -1)[len(meta["prompt_token_ids"]) - 1 : -1]
-    expected = expected.gather(1, torch.tensor(meta["response_token_ids"])[:, None])[:, 0]
-    torch.testing.assert_close(torch.tensor(meta["response_logprobs"]), expected, atol=1e-5, rtol=1e-5)
+        logits = core_model(torch.tensor([meta["prompt_ids"] + meta["response_ids"]])).logits[0]
+    expected = torch.log_softmax(logits, -1)[len(meta["prompt_ids"]) - 1 : -1]
+    expected = expected.gather(1, torch.tensor(meta["response_ids"])[:, None])[:, 0]
+    torch.testing.assert_close(torch.tensor(meta["logprobs"]), expected, atol=1e-5, rtol=1e-5)
+    reply = reply_from_output(output)  # what the agent systems see
+    assert (reply.prompt_ids, reply.response_ids, reply.logprobs) == (
+        meta["prompt_ids"],
+        meta["response_ids"],
+        meta["logprobs"],
+    )
+    assert (reply.finish_reason, reply.output_tokens) == ("length", 6)
     entries = output.choices[0].logprobs.content
-    assert [e.logprob for e in entries] == meta["response_logprobs"]
-    assert [e.token for e in entries] == [tokenizer.decode([t]) for t in meta["response_token_ids"]]
+    assert [e.logprob for e in entries] == meta["logprobs"]
+    assert [e.token for e in entries] == [tokenizer.decode([t]) for t in meta["response_ids"]]
     assert all(len(e.top_logprobs) == 2 and e.top_logprobs[0].logprob >= e.logprob for e in entries)
 
 

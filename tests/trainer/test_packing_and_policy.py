@@ -1,0 +1,106 @@
+"""Micro-batch layouts score like rows run alone; the policy Chat batches concurrent calls and reports logprobs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+import trainer.policy as policy_module
+from harness.providers.generation import Sampling
+from trainer.packing import (
+    micro_batches,
+    padding_share,
+    plan_buckets,
+    plan_packs,
+    response_logits,
+    token_logprobs,
+)
+from trainer.policy import PolicyChat
+from trainer.samples import Sample
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_model_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+def _samples(shapes):
+    g = torch.Generator().manual_seed(0)
+    return [
+        Sample(
+            prompt_ids=torch.randint(3, 500, (p,), generator=g).tolist(),
+            response_ids=torch.randint(3, 500, (r,), generator=g).tolist(),
+            loss_mask=[1] * r,
+        )
+        for p, r in shapes
+    ]
+
+
+def test_plans_respect_budget_and_padding_bound():
+    assert plan_packs([5, 9, 3, 8, 2, 7], 10) == [[1], [3, 4], [2, 5], [0]]
+    # longest first; 8 joins 9 (pad 1/9 <= 0.2), 5 would pad 4/9 -> new bucket; budget 20 caps the first at 2 rows
+    assert plan_buckets([9, 8, 8, 5, 5, 4], 20, 0.2) == [[0, 1], [2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize("layout", ["bucket", "pack"])
+def test_layouts_score_like_each_row_alone(tiny_model, layout):
+    samples = _samples([(5, 3), (7, 9), (4, 1), (10, 6), (6, 6)])
+    batches = micro_batches(samples, token_budget=40, layout=layout, max_padding=0.5)
+    assert sorted(r for b in batches for r in b.rows) == list(range(5))
+    assert all(b.slots <= 40 for b in batches)
+    with torch.no_grad():
+        for batch in batches:
+            scores = token_logprobs(response_logits(tiny_model, batch), batch.targets).split(
+                batch.response_lengths
+            )
+            for row, score in zip(batch.rows, scores, strict=True):
+                sample = samples[row]
+                logits = tiny_model(torch.tensor([sample.input_ids])).logits[0]
+                alone = torch.log_softmax(logits, -1)[len(sample.prompt_ids) - 1 : -1]
+                expected = alone.gather(-1, torch.tensor(sample.response_ids)[:, None])[:, 0]
+                torch.testing.assert_close(score, expected, atol=1e-5, rtol=1e-5)
+    share = padding_share(batches)
+    assert share == 0.0 if layout == "pack" else 0 < share <= 0.5
+
+
+def test_bucket_padding_share_is_hand_computed():
+    samples = _samples([(4, 4), (4, 2)])  # lengths 8 and 6 in one bucket of width 8: 2 pads in 16 slots
+    assert padding_share(micro_batches(samples, token_budget=64, layout="bucket", max_padding=0.5)) == 2 / 16
+
+
+def test_concurrent_calls_are_one_generate_batch_with_matching_logprobs(
+    tiny_model, tiny_tokenizer, monkeypatch
+):
+    batch_sizes = []
+    real_generate = policy_module.generate
+
+    def counting_generate(model, tokenizer, prompts, sampling):
+        batch_sizes.append(len(prompts))
+        return real_generate(model, tokenizer, prompts, sampling)
+
+    monkeypatch.setattr(policy_module, "generate", counting_generate)
+    chat = PolicyChat(tiny_model, tiny_tokenizer, defaults=Sampling(max_tokens=5))
+    questions = [[{"role": "user", "content": f"What is {i}?"}] for i in range(6)]
+
+    async def ask_all():
+        return await asyncio.gather(*[chat("solver", q, temperature=0.7) for q in questions])
+
+    torch.manual_seed(0)
+    replies = asyncio.run(ask_all())
+    assert batch_sizes == [6]
+    for reply in replies:
+        assert len(reply.response_ids) == len(reply.logprobs) == reply.output_tokens <= 5
+        ids = torch.tensor([reply.prompt_ids + reply.response_ids])
+        with torch.no_grad():
+            logits = tiny_model(ids).logits[0, len(reply.prompt_ids) - 1 : -1]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(reply.response_ids)[:, None])[:, 0]
+        torch.testing.assert_close(torch.tensor(reply.logprobs), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_unknown_sampling_setting_is_named(tiny_model, tiny_tokenizer):
+    chat = PolicyChat(tiny_model, tiny_tokenizer)
+    with pytest.raises(ValueError, match=r"unknown sampling settings \['max_new_tokens'\]"):
+        asyncio.run(chat("solver", [{"role": "user", "content": "hi"}], max_new_tokens=3))

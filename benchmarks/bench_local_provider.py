@@ -56,7 +56,9 @@ def test_batched_vs_sequential_throughput(benchmark, tiny, concurrent):
     benchmark.extra_info.update(
         {"concurrent": concurrent, "sequential_tok_s": baseline, "batched_tok_s": max(rates), "ratio": ratio}
     )
-    print(f"\n{concurrent:>2} concurrent: sequential {baseline:8.0f} tok/s, batched {max(rates):8.0f} tok/s, ratio {ratio:.1f}x")
+    print(
+        f"\n{concurrent:>2} concurrent: sequential {baseline:8.0f} tok/s, batched {max(rates):8.0f} tok/s, ratio {ratio:.1f}x"
+    )
 
 
 @pytest.mark.gpu

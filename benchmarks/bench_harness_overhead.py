@@ -1,7 +1,7 @@
 """Per-sample harness cost: ``aime2025 -T system=direct`` vs a plain Inspect task (generate() + match()).
 
 Both evaluate the same samples on the same scripted mock model in this process; the ratio of their best
-per-sample times is the harness overhead (target <= 1.2). It is reported in ``extra_info`` and printed, never
+per-sample times (rounds interleaved, so machine load hits both alike) is the harness overhead (target <= 1.2). It is reported in ``extra_info`` and printed, never
 asserted. Run: ``.venv/bin/pytest benchmarks/bench_harness_overhead.py --benchmark-only -s``.
 """
 
@@ -22,7 +22,7 @@ from harness.testing import scripted_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SAMPLES = 60
-ROUNDS = 3
+ROUNDS = 7
 REPLY = "The bases are 21 and 49, so the sum is \\boxed{70}."
 
 
@@ -52,12 +52,14 @@ def test_harness_overhead_vs_plain_task(benchmark, tmp_path):
     def plain_task() -> Task:
         return Task(dataset=MemoryDataset(plain_samples), solver=generate(), scorer=match(location="any"))
 
-    baseline = min(_run(plain_task(), tmp_path / "plain") for _ in range(ROUNDS))
+    plain_times: list[float] = []
     benchmark.pedantic(
         lambda: _run(benchmark_task("aime2025", system="direct", data=str(data)), tmp_path / "harness"),
+        setup=lambda: plain_times.append(_run(plain_task(), tmp_path / "plain")),  # interleaved, untimed
         rounds=ROUNDS,
         iterations=1,
     )
+    baseline = min(plain_times)
     harness = benchmark.stats.stats.min / SAMPLES
     ratio = harness / baseline
     benchmark.extra_info.update(

@@ -78,6 +78,9 @@ class FakeWeb:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
+    reply = staticmethod(Reply)
+    """Build a scripted reply: ``web.reply(status=200, body="" | dict | list, content_type=..., headers={})``."""
+
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
 
@@ -127,7 +130,7 @@ class FakeWeb:
 @pytest.fixture
 def web() -> Iterator[FakeWeb]:
     fake = FakeWeb()
-    thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
+    thread = threading.Thread(target=fake.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield fake
     fake.server.shutdown()

@@ -57,7 +57,7 @@ def heat_map(
     for r, row in enumerate(values):
         for c, value in enumerate(row):
             if value is not None:
-                axes.text(c, r, f"{value:.3f}", ha="center", va="center", fontsize=8, color="white")
+                axes.text(c, r, f"{value:.3f}", ha="center", va="center", fontsize=8, color="black")
     axes.set_xticks(
         range(len(columns)), [_short(c, 24) for c in columns], rotation=30, ha="right", fontsize=8
     )

@@ -15,11 +15,10 @@ import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from leaderboards.compare import REGRESSION, Comparison
 from leaderboards.plots import TrendPoint, heat_map, trend_plot
@@ -27,6 +26,7 @@ from leaderboards.store import HistoryStore, Run
 from leaderboards.suite import CrossSolver
 
 LINKABLE_SCHEMES = ("http", "https")
+TEMPLATES = Path(__file__).with_name("templates")
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def render_site(
     if assets.exists():
         shutil.rmtree(assets)
     assets.mkdir()
-    shutil.copyfile(resources.files("leaderboards") / "templates" / "style.css", assets / "style.css")
+    shutil.copyfile(TEMPLATES / "style.css", assets / "style.css")
     runs = [r for r in store.runs() if suite_name is None or r.suite in (None, suite_name)]
     view = SiteView(
         title=title,
@@ -102,7 +102,7 @@ def render_site(
 def render_markdown(view: SiteView) -> str:
     """The CI-comment summary: tonight's regressions, not-comparable pairs and each task's leader."""
     environment = Environment(
-        loader=PackageLoader("leaderboards", "templates"),
+        loader=FileSystemLoader(TEMPLATES),
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -129,7 +129,7 @@ def log_href(location: str, out_dir: Path) -> str | None:
 
 def _environment() -> Environment:
     environment = Environment(
-        loader=PackageLoader("leaderboards", "templates"),
+        loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(["html", "j2"], default=True),
     )
     environment.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}f}"

@@ -1,0 +1,110 @@
+"""Collecting rows from real mock-model eval logs: identity, metrics with CIs, per-sample scores, bad logs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import fsspec
+import pytest
+from inspect_ai.log import read_eval_log, write_eval_log
+
+from leaderboards.collect import SkippedLogWarning, collect, list_logs, read_run
+from leaderboards.run import run_suite
+from leaderboards.suite import parse_suite
+
+
+def _by_identity(records):
+    return {(r.checkpoint, r.system): r for r in records}
+
+
+def test_rows_carry_identity_metrics_and_samples(eval_logs, xss_answer):
+    rows = _by_identity(collect(str(eval_logs)))
+    assert set(rows) == {("good", "direct"), ("good", "vc"), ("flaky", "direct"), ("flaky", "vc")}
+    flaky = rows[("flaky", "direct")]
+    assert (flaky.task, flaky.inspect_task, flaky.protocol, flaky.model) == (
+        "arith",
+        "arith",
+        "quick",
+        "lbmock/arith",
+    )
+    assert (flaky.judge, flaky.judge_model, flaky.night, flaky.suite) == (
+        "final,solver",
+        "lbmock/judge",
+        "2026-01-01",
+        "lbtest",
+    )
+    assert (flaky.headline_score, flaky.headline_metric) == ("final", "accuracy")
+    # 8 of 40 wrong (i = 0, 5, ..., 35): accuracy 0.8, stderr sqrt(0.8 * 0.2 * 40 / 39) / sqrt(40) = sqrt(0.16 / 39)
+    headline = flaky.headline
+    stderr = math.sqrt(0.16 / 39)
+    assert headline.value == pytest.approx(0.8)
+    assert headline.stderr == pytest.approx(stderr)
+    assert (headline.ci_low, headline.ci_high) == pytest.approx(
+        (0.8 - 1.959964 * stderr, 0.8 + 1.959964 * stderr)
+    )
+    final = {s.sample_id: s for s in flaky.samples if s.score == "final"}
+    assert len(final) == 40
+    assert (final["q0"].value, final["q0"].answer) == (0.0, xss_answer)
+    assert (final["q1"].value, final["q1"].answer) == (1.0, "2")
+    assert sum(s.value for s in final.values()) == 32
+    # the vc run: the solver's own answer keeps the 8 errors, the corrector ("fixer") repairs them
+    vc = rows[("flaky", "vc")]
+    assert {m.score: m.value for m in vc.metrics if m.metric == "accuracy"} == pytest.approx(
+        {"final": 1.0, "solver": 0.8}
+    )
+    # every run evaluated the same 40 questions: one dataset hash; the log hash is the file's identity
+    assert len({r.dataset_hash for r in rows.values()}) == 1
+    assert len({r.log_hash for r in rows.values()}) == 4
+
+
+def test_dataset_hash_changes_with_the_evaluated_set(eval_logs, tmp_path, make_suite):
+    raw = make_suite()
+    raw["checkpoints"] = raw["checkpoints"][:1]
+    raw["comparisons"], raw["cross_solver"] = [], None
+    raw["tasks"][0] |= {"args": {"n": 40, "start": 1}, "systems": ["direct"]}
+    assert run_suite(parse_suite(raw), str(tmp_path), night="2026-01-02")
+    shifted = next(collect(str(tmp_path)))
+    original = _by_identity(collect(str(eval_logs)))[("good", "direct")]
+    assert shifted.dataset_hash != original.dataset_hash
+
+
+def test_corrupted_and_partial_logs_are_skipped_with_a_warning_naming_them(logs_copy):
+    real = sorted(logs_copy.glob("*.eval"))[0]
+    truncated = logs_copy / "2026-01-01T00-00-00-00-00_arith_truncated.eval"
+    truncated.write_bytes(real.read_bytes()[: real.stat().st_size // 2])
+    garbage = logs_copy / "2026-01-01T00-00-00-00-00_arith_garbage.json"
+    garbage.write_text("{not json")
+    unfinished = read_eval_log(str(real))
+    unfinished.status = "started"
+    unfinished_path = logs_copy / "2026-01-01T00-00-00-00-00_arith_unfinished.eval"
+    write_eval_log(unfinished, str(unfinished_path))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = list(collect(str(logs_copy)))
+    assert len(rows) == 4
+    messages = [str(w.message) for w in caught if issubclass(w.category, SkippedLogWarning)]
+    assert len(messages) == 3
+    for path in (truncated, garbage, unfinished_path):
+        assert sum(path.name in m for m in messages) == 1, messages
+    assert any("status is 'started'" in m for m in messages)
+
+
+def test_logs_are_read_from_an_fsspec_url(eval_logs):
+    memory = fsspec.filesystem("memory")
+    for path in Path(eval_logs).glob("*.eval"):
+        memory.pipe(f"/lb-url-test/{path.name}", path.read_bytes())
+    urls = list_logs("memory://lb-url-test")
+    assert len(urls) == 4 and all(u.startswith("memory://") for u in urls)
+    from_url = sorted((r.checkpoint, r.system, r.log_hash) for r in collect("memory://lb-url-test"))
+    from_disk = sorted((r.checkpoint, r.system, r.log_hash) for r in collect(str(eval_logs)))
+    assert from_url == from_disk
+
+
+def test_read_run_names_the_problem(tmp_path):
+    bad = tmp_path / "x.eval"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match="cannot be read"):
+        read_run(str(bad))

@@ -1,0 +1,92 @@
+"""The static site: escaped model text, tables and plots rendered in real headless Chromium, Markdown summary."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from leaderboards.compare import nightly_comparisons
+from leaderboards.site import log_href, markdown_text, render_site
+from leaderboards.store import HistoryStore
+from leaderboards.suite import parse_suite
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def site(eval_logs, tmp_path, make_suite) -> Path:
+    suite = parse_suite(make_suite())
+    store = HistoryStore(str(tmp_path / "h.sqlite"))
+    store.ingest(str(eval_logs))
+    comparisons = nightly_comparisons(store, "2026-01-01", suite)
+    index = render_site(
+        store,
+        tmp_path / "site",
+        "2026-01-01",
+        comparisons,
+        title="lbtest <b>board</b>",
+        cross_solver=suite.cross_solver,
+        suite_name=suite.name,
+    )
+    store.close()
+    return index
+
+
+def test_model_text_is_escaped_in_html_and_markdown(site, xss_answer):
+    page = site.read_text()
+    assert xss_answer not in page
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page
+    assert "lbtest &lt;b&gt;board&lt;/b&gt;" in page
+    summary = (site.parent / "summary.md").read_text()
+    assert "**1 regression**" in summary and "<b>" not in summary and "&lt;b&gt;" in summary
+    assert markdown_text("a|b <x> [l](u)") == r"a\|b &lt;x&gt; \[l\]\(u\)"
+
+
+def test_log_links(tmp_path):
+    site_dir = tmp_path / "out" / "site"
+    log = tmp_path / "out" / "logs" / "n1" / "a.eval"
+    assert log_href(log.as_uri(), site_dir) == "../logs/n1/a.eval"
+    assert log_href("https://example.org/logs/a.eval", site_dir) == "https://example.org/logs/a.eval"
+    assert log_href("javascript:alert(1)", site_dir) is None
+    assert log_href("s3://bucket/a.eval", site_dir) is None
+
+
+def test_site_renders_in_headless_chromium_without_running_model_scripts(site, tmp_path, xss_answer):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (apt-get install -y chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(site.as_uri())
+        for summary in page.locator("details > summary").all():
+            summary.click()
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#regression-count").inner_text() == "1 regression"
+        # leaderboard: 4 series (good/flaky x direct/vc) ranked by final accuracy; flaky direct is last at 0.800
+        rows = page.locator("table.leaderboard tbody tr")
+        assert rows.count() == 4
+        assert rows.nth(3).locator("td").nth(1).inner_text() == "flaky"
+        assert rows.nth(3).locator("td.value").inner_text() == "0.800"
+        assert rows.nth(0).locator("a").get_attribute("href").endswith(".eval")
+        # the model's answer is shown as text
+        assert page.locator("td.answer").nth(1).inner_text() == xss_answer  # candidate answer, shown as text
+        # cross-solver: flaky alone 0.800, with the vc system 1.000
+        cells = page.locator("table.cross-solver tbody tr").nth(1).locator("td")
+        assert [cells.nth(i).inner_text() for i in range(4)] == ["flaky", "0.800", "1.000", "+0.200"]
+        for image in page.locator("img").all():
+            assert image.evaluate("img => img.complete && img.naturalWidth > 100"), image.get_attribute("src")
+        shot = tmp_path / "leaderboard.png"
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    assert shot.stat().st_size > 10_000
+    shutil.copyfile(shot, Path("/tmp") / "mara-leaderboard-screenshot.png")

@@ -163,7 +163,7 @@ def _resolve_adapter(path: Path, *, base: str | None, allow_download: bool) -> R
 
 def _resolve_hub_id(name: str, *, allow_download: bool) -> ResolvedCheckpoint:
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     try:
         snapshot, source = snapshot_download(name, local_files_only=True), "hf-cache"
@@ -175,7 +175,7 @@ def _resolve_hub_id(name: str, *, allow_download: bool) -> ResolvedCheckpoint:
                 "-M allow_download=true to download it"
             ) from err
         snapshot, source = snapshot_download(name), "hf-download"
-    except Exception as err:  # malformed repo ids and the like
+    except HFValidationError as err:
         raise CheckpointError(
             f"{name!r} is neither a directory nor a valid Hugging Face model id: {err}"
         ) from err

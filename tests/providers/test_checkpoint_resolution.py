@@ -105,6 +105,8 @@ def test_an_hf_id_comes_from_the_local_cache_only(tiny_qwen, tmp_path, monkeypat
     assert (Path(resolved.model), resolved.source) == (snapshot.resolve(), "hf-cache")
     with pytest.raises(CheckpointError, match="not in the local Hugging Face cache.*-M allow_download=true"):
         resolve_checkpoint("tiny-org/not-cached")
+    with pytest.raises(CheckpointError, match="neither a directory nor a valid Hugging Face model id"):
+        resolve_checkpoint("bad name!!")
 
 
 def write_registry(path: Path, text: str) -> Path:

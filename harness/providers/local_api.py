@@ -111,6 +111,8 @@ def open_local_model(
         torch.manual_seed(options.seed)
     if choose_backend(options.backend) == "vllm":
         return _vllm_model(checkpoint, options, config)
+    if (options.tensor_parallel_size or 1) > 1:
+        raise ValueError("local/: -M tensor_parallel_size > 1 needs the vLLM backend (vllm and CUDA GPUs)")
     return TransformersModelAPI(model_name, checkpoint, options, config)
 
 

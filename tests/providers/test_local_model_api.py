@@ -166,6 +166,8 @@ def test_option_errors_are_clear(tiny_qwen):
         local_model(tiny_qwen, batchsize=4)
     with pytest.raises(ValueError, match="-M backend=tpu is not one of auto, hf, vllm"):
         local_model(tiny_qwen, backend="tpu")
+    with pytest.raises(ValueError, match="tensor_parallel_size > 1 needs the vLLM backend"):
+        local_model(tiny_qwen, backend="hf", tensor_parallel_size=2)
 
 
 @pytest.mark.skipif(

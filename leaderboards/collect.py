@@ -150,9 +150,9 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         task=str(metadata.get(META_TASK) or log.eval.task),
         inspect_task=log.eval.task,
         system=str(task_args.get("system") or metadata.get("system") or _plan_name(log)),
-        protocol=str(task_args.get("protocol") or metadata.get("protocol") or "default"),
+        protocol=_protocol_name(task_args.get("protocol") or metadata.get("protocol")),
         judge=str(metadata.get("judge") or ",".join(sorted(s.name for s in log.eval.scorers or []))),
-        judge_model=_judge_model(log),
+        judge_model=_judge_model(log) or metadata.get("judge_model"),
         dataset_hash=str(metadata.get("dataset_hash") or _dataset_hash(summaries)),
         code_version=_code_version(log),
         created=datetime.fromisoformat(log.eval.created),
@@ -235,6 +235,13 @@ def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     return json.dumps([getattr(message, "text", str(message)) for message in value])  # type: ignore[union-attr]
+
+
+def _protocol_name(protocol: object) -> str:
+    """A protocol given as ``-T protocol=name`` or recorded as a summary mapping with a ``name``."""
+    if isinstance(protocol, dict):
+        protocol = protocol.get("name")
+    return str(protocol or "default")
 
 
 def _judge_model(log: EvalLog) -> str | None:

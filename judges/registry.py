@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inspect_ai._util.registry import registry_info, set_registry_info
 from inspect_ai.scorer import Scorer
 
 from judges.grader import ensure_grader_bound
@@ -56,8 +57,17 @@ def _spec(name: str) -> JudgeSpec:
 
 
 def get_judge(name: str, **options: Any) -> Scorer:
-    """The scorer of judge ``name`` built with ``options`` (e.g. ``answer="solver"``, ``variant="mask"``)."""
-    return _spec(name).factory(**options)
+    """The scorer of judge ``name`` built with ``options`` (e.g. ``answer="solver"``, ``variant="mask"``).
+
+    A judge of another answer than the final one is named ``<judge>_<answer>`` (``math_solver``), so one log holds
+    a column per answer (the V-C system's *solver alone* and *system* columns) under self-explaining names.
+    """
+    built = _spec(name).factory(**options)
+    answer = options.get("answer", "final")
+    if answer != "final":
+        info = registry_info(built)
+        set_registry_info(built, info.model_copy(update={"name": f"{info.name}_{answer}"}))
+    return built
 
 
 def is_llm_judge(name: str, **options: Any) -> bool:

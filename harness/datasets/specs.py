@@ -60,6 +60,8 @@ class BenchmarkSpec:
     """Applied only to rows read from Hugging Face (picking a published subset out of the full split)."""
     source_names: tuple[str, ...] = field(default=())
     """This benchmark's name(s) in files mixing several benchmarks (verl ``data_source``)."""
+    instruction: str | None = None
+    """The benchmark's official answer-format instruction (a ``harness/prompts`` name) for single-agent systems."""
 
     @property
     def hf_url(self) -> str:
@@ -79,6 +81,7 @@ def _flashrag(
         hf_config=config,
         split=split,
         judge="lexical",
+        instruction="direct_qa",
         local_files=files,
         source_names=sources,
     )
@@ -94,6 +97,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             revision="5a81a4c7271a2a2a312b9a690f0c2fde837e4c29",
             gated=True,
             judge="hle",
+            instruction="direct_hle",
             local_files=("hle/hle_text_500_webthinker.json",),
             row_filter=text_only("image"),
         ),
@@ -103,6 +107,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             split="test",
             revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
             judge="math",
+            instruction="direct_math",
             local_files=("aime2025/aime2025_test.jsonl",),
         ),
         # Maxwell-Jia/AIME_2024 and ByteDance-Seed/BeyondAIME: no commit sha found; recorded at load time.
@@ -111,6 +116,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             hf_path="Maxwell-Jia/AIME_2024",
             split="train",
             judge="math",
+            instruction="direct_math",
             local_files=("aime2024/aime2024_test.jsonl",),
         ),
         BenchmarkSpec(
@@ -118,6 +124,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             hf_path="ByteDance-Seed/BeyondAIME",
             split="test",
             judge="math",
+            instruction="direct_math",
             local_files=("beyond_aime/beyond_aime.jsonl",),
         ),
         BenchmarkSpec(
@@ -128,6 +135,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             revision="682dd723ee1e1697e00360edccf2366dc8418dd9",
             gated=True,
             judge="gaia",
+            instruction="direct_gaia",
             local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
             row_filter=text_only("file_name"),
             hub_filter=in_gaia_text_103,

@@ -31,6 +31,8 @@ class SystemSpec:
     tools: tuple[str, ...] = ()
     tool_settings: tuple[str, ...] = field(default=())
     """Option names that configure tools (passed to ``build_toolbox``) rather than the system."""
+    answers: tuple[str, ...] = ()
+    """Named answers the system stores besides the final one (each gets its own score column)."""
 
     def options(self) -> list[str]:
         """Option names the system's ``run`` accepts, plus its tool settings."""
@@ -70,7 +72,7 @@ register(
 register(
     SystemSpec(name="mars", run=mars.run, roles=mars.ROLES, tools=mars.TOOLS, tool_settings=TOOL_SETTINGS)
 )
-register(SystemSpec(name="vc", run=vc.run, roles=vc.ROLES))
+register(SystemSpec(name="vc", run=vc.run, roles=vc.ROLES, answers=("solver",)))
 register(
     SystemSpec(name="matpo", run=matpo.run, roles=matpo.ROLES, tools=matpo.TOOLS, tool_settings=TOOL_SETTINGS)
 )

@@ -14,6 +14,7 @@ from inspect_ai.log import EvalLog
 
 from harness.datasets import load_benchmark
 from harness.evaluation import benchmark_task
+from harness.prompts import load_prompt
 from harness.testing import scripted_model
 from judges.grader import GraderMissingError
 
@@ -161,7 +162,18 @@ def test_protocol_settings_reach_only_systems_that_take_them(load_task):
     vc = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="vc", accept_after=2)
     assert vc.metadata["system_options"] == {"max_iterations": 10, "accept_after": 2}
     direct = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="direct")
-    assert direct.metadata["system_options"] == {}
+    assert direct.metadata["system_options"] == {"system_prompt": load_prompt("direct_math")}
+
+
+def test_single_agent_systems_get_the_benchmark_instruction_unless_overridden(load_task):
+    hle = load_task("hle.py", "hle", data="samples", system="direct", judge="math")
+    assert hle.metadata["system_options"]["system_prompt"].startswith(
+        "Your response should be in the following"
+    )
+    own = load_task("qa.py", "nq", data="samples", system="direct", system_prompt="Be brief.")
+    assert own.metadata["system_options"] == {"system_prompt": "Be brief."}
+    frames = load_task("frames.py", "frames", data="samples", system="direct", judge="lexical")
+    assert frames.metadata["system_options"] == {}
     mask = load_task("qa.py", "nq", data="samples", protocol="mask")
     assert (mask.metadata["judge"], mask.metadata["judge_options"]) == ("lexical", {"variant": "mask"})
 
@@ -187,3 +199,23 @@ def test_protocol_settings_reach_only_systems_that_take_them(load_task):
 def test_bad_task_options_fail_at_task_creation(load_task, task_args, error, message):
     with pytest.raises(error, match=message):
         load_task("aime.py", "aime2025", **{"data": "samples", **task_args})
+
+
+def test_vc_system_scores_solver_alone_and_system_from_one_run():
+    """``-T system=vc``: a wrong first solution corrected by the Corrector → math_solver 0, math 1, in one log."""
+    task = benchmark_task("aime2025", data="samples", limit=1, system="vc", accept_after=1)
+    gold = task.dataset[0].target
+
+    def reply(messages, config):
+        prompt = " ".join(message.text for message in messages)
+        if "Correctness" in prompt and "\\boxed{" in prompt:  # a verifier reading a solution
+            return "Summary: checked.\nCorrectness: " + ("Correct" if f"\\boxed{{{gold}}}" in prompt else "Wrong")
+        if "\\boxed{" in prompt:  # the corrector revising a flagged solution
+            return f"Fixed: \\boxed{{{gold}}}"
+        return "\\boxed{1}"  # the solver's first, wrong, solution
+
+    (log,) = eval(task, model=scripted_model(reply), display="none")
+    assert log.status == "success", log.error
+    by_scorer = {score.name: score.metrics for score in log.results.scores if "accuracy" in score.metrics}
+    assert by_scorer["math"]["accuracy"].value == 1.0
+    assert by_scorer["math_solver"]["accuracy"].value == 0.0

@@ -273,14 +273,14 @@ def test_equivalence_scorer_reads_the_named_answer(tmp_path):
         solver_=_store_solver_answer(),
     )
     assert _metrics(solver_log)["accuracy"] == 0.0
-    assert _scores(solver_log, "equivalence")["a"].answer == "Lyon"
+    assert _scores(solver_log, "equivalence_solver")["a"].answer == "Lyon"
 
 
 def test_missing_named_answer_scores_wrong_not_unscored(tmp_path):
     samples = [Sample(id="a", input="q", target="x")]
     grader = Grader({})
     log = _run(get_judge("equivalence", answer="solver"), samples, {"q": "x"}, tmp_path, grader)
-    score = _scores(log, "equivalence")["a"]
+    score = _scores(log, "equivalence_solver")["a"]
     assert score.value == {"correct": 0.0, "judged_correct": 0.0}
     assert score.reason == "no_response"
     assert grader.calls == []

@@ -69,7 +69,8 @@ class Seen:
 
 
 class FakeWeb:
-    """Routes ``path -> [Reply, ...]``: each request takes the next reply, the last one repeats."""
+    """Routes ``path -> [Reply, ...]``: each request takes the next reply, the last one repeats; or
+    ``path -> function(Seen) -> Reply`` for requests that arrive concurrently in no fixed order."""
 
     def __init__(self) -> None:
         self.routes: dict[str, list[Reply] | Callable[[Seen], Reply]] = {}
@@ -84,6 +85,9 @@ class FakeWeb:
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
 
+    def route_by(self, path: str, choose: Callable[[Seen], Reply]) -> None:
+        self.routes[path] = choose
+
     def hits(self, path: str) -> list[Seen]:
         return [seen for seen in self.requests if seen.path == path]
 
@@ -91,6 +95,8 @@ class FakeWeb:
         replies = self.routes.get(seen.path)
         if replies is None:
             return Reply(404, "not found", "text/plain")
+        if callable(replies):
+            return replies(seen)
         return replies.pop(0) if len(replies) > 1 else replies[0]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -129,11 +129,11 @@ async def test_forbidden_is_not_retried_and_hints_at_the_key(web):
 
 
 async def test_one_failing_query_does_not_hide_the_others(web):
-    web.route(
-        "/serper",
+    good, bad = (
         web.reply(body={"organic": organic("https://a.example/")}),
         web.reply(400, "bad", "text/plain"),
     )
+    web.route_by("/serper", lambda seen: bad if b'"bad"' in seen.body else good)
     box = toolbox(web, ["search"], search_backend="serper", http_attempts=1)
     output = await box.call("search", query=["good", "bad"])
     assert tool_documents(output) == ["[1] Page 1\nURL: https://a.example/\nsnippet 1"]

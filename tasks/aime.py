@@ -13,55 +13,18 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def aime2024(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def aime2024(**options: Any) -> Task:
     """AIME 2024 I+II (30 problems)."""
-    return benchmark_task(
-        "aime2024", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("aime2024", **options)
 
 
 @task
-def aime2025(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def aime2025(**options: Any) -> Task:
     """AIME 2025 I+II (30 problems)."""
-    return benchmark_task(
-        "aime2025", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("aime2025", **options)
 
 
 @task
-def beyond_aime(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def beyond_aime(**options: Any) -> Task:
     """BeyondAIME (100 problems, answers up to 8 digits)."""
-    return benchmark_task(
-        "beyond_aime",
-        system=system,
-        protocol=protocol,
-        judge=judge,
-        data=data,
-        ids=ids,
-        limit=limit,
-        **options,
-    )
+    return benchmark_task("beyond_aime", **options)

@@ -13,16 +13,6 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def frames(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def frames(**options: Any) -> Task:
     """FRAMES test (824 questions)."""
-    return benchmark_task(
-        "frames", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("frames", **options)

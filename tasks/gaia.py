@@ -13,16 +13,6 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def gaia(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def gaia(**options: Any) -> Task:
     """GAIA-text (103 questions from gaia-benchmark/GAIA 2023_all validation)."""
-    return benchmark_task(
-        "gaia", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("gaia", **options)

@@ -13,16 +13,6 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def hle(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def hle(**options: Any) -> Task:
     """HLE text-only; the shared 500-question WebThinker subset loads with -T data=."""
-    return benchmark_task(
-        "hle", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("hle", **options)

@@ -13,128 +13,48 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def nq(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def nq(**options: Any) -> Task:
     """Natural Questions (open) test."""
-    return benchmark_task(
-        "nq", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("nq", **options)
 
 
 @task
-def triviaqa(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def triviaqa(**options: Any) -> Task:
     """TriviaQA test (FlashRAG: unfiltered dev)."""
-    return benchmark_task(
-        "triviaqa", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("triviaqa", **options)
 
 
 @task
-def popqa(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def popqa(**options: Any) -> Task:
     """PopQA test."""
-    return benchmark_task(
-        "popqa", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("popqa", **options)
 
 
 @task
-def hotpotqa(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def hotpotqa(**options: Any) -> Task:
     """HotpotQA dev."""
-    return benchmark_task(
-        "hotpotqa", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("hotpotqa", **options)
 
 
 @task
-def twowiki(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def twowiki(**options: Any) -> Task:
     """2WikiMultiHopQA dev."""
-    return benchmark_task(
-        "twowiki", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("twowiki", **options)
 
 
 @task
-def musique(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def musique(**options: Any) -> Task:
     """MuSiQue-Ans dev."""
-    return benchmark_task(
-        "musique", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("musique", **options)
 
 
 @task
-def bamboogle(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def bamboogle(**options: Any) -> Task:
     """Bamboogle test (125)."""
-    return benchmark_task(
-        "bamboogle", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("bamboogle", **options)
 
 
 @task
-def ambigqa(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def ambigqa(**options: Any) -> Task:
     """AmbigQA dev."""
-    return benchmark_task(
-        "ambigqa", system=system, protocol=protocol, judge=judge, data=data, ids=ids, limit=limit, **options
-    )
+    return benchmark_task("ambigqa", **options)

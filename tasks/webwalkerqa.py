@@ -13,23 +13,6 @@ from harness.evaluation import benchmark_task
 
 
 @task
-def webwalkerqa(
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | None = None,
-    limit: int | None = None,
-    **options: Any,
-) -> Task:
+def webwalkerqa(**options: Any) -> Task:
     """WebWalkerQA main split (680 questions)."""
-    return benchmark_task(
-        "webwalkerqa",
-        system=system,
-        protocol=protocol,
-        judge=judge,
-        data=data,
-        ids=ids,
-        limit=limit,
-        **options,
-    )
+    return benchmark_task("webwalkerqa", **options)

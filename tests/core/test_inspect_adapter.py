@@ -55,8 +55,13 @@ def test_protocol_sampling_reaches_role_models(tmp_path):
 
     task = _task()
     task.config.temperature = 0.6
-    eval(task, model=scripted_model(lambda m, c: "0"), model_roles={"solver": scripted_model(record)},
-         log_dir=str(tmp_path), display="none")
+    eval(
+        task,
+        model=scripted_model(lambda m, c: "0"),
+        model_roles={"solver": scripted_model(record)},
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert seen == [0.6, 0.6, 0.6]
 
 

@@ -111,7 +111,8 @@ def system_solver(system: str = "direct", **options: Any) -> Solver:
     toolbox = build_toolbox(spec, tool_settings)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:  # noqa: ARG001
-        episode = await spec.run(state.input_text, InspectChat(), toolbox, **system_options)
+        chat = InspectChat(spans=len(spec.roles) > 1)
+        episode = await spec.run(state.input_text, chat, toolbox, **system_options)
         store_episode(state, episode)
         return state
 

@@ -2,8 +2,8 @@
 
 Each agent role (``solver``, ``verifier``, ``system1`` ...) is served by ``get_model(role=...)``: the model bound
 with ``--model-role <role>=<model>``, else the evaluated model. That is what lets a trained Verifier/Corrector be
-paired with any solver. Every call runs inside a transcript span named after its role, so ``inspect view`` shows
-who said what. The protocol's sampling settings (the task's generate config) apply to every role's model, not only
+paired with any solver. In a multi-agent system every call runs inside a transcript span named after its role, so
+``inspect view`` shows who said what (a single-agent system skips the spans: they would say nothing and cost time). The protocol's sampling settings (the task's generate config) apply to every role's model, not only
 to the evaluated one.
 """
 
@@ -83,8 +83,9 @@ def reply_from_output(output: ModelOutput) -> Reply:
 class InspectChat:
     """``Chat`` backed by Inspect models, one per agent role."""
 
-    def __init__(self, roles: dict[str, Model] | None = None):
+    def __init__(self, roles: dict[str, Model] | None = None, *, spans: bool = True):
         self._models: dict[str, Model] = dict(roles or {})
+        self._spans = spans
 
     def model_for(self, role: str) -> Model:
         if role not in self._models:
@@ -95,6 +96,8 @@ class InspectChat:
         model = self.model_for(role)
         protocol = active_generate_config().model_dump(include=set(_SAMPLING_FIELDS), exclude_none=True)
         config = GenerateConfig(**{**protocol, **sampling})
+        if not self._spans:
+            return reply_from_output(await model.generate(to_inspect_messages(messages), config=config))
         async with span(name=role, type="agent"):
             output = await model.generate(to_inspect_messages(messages), config=config)
         return reply_from_output(output)

@@ -70,3 +70,17 @@ def test_unknown_system_and_option_are_clear_errors():
         get_system("nope")
     with pytest.raises(ValueError, match=r"does not take option\(s\) bogus; valid options: system_prompt"):
         system_solver("direct", bogus=1)
+
+
+def test_multi_agent_calls_get_one_transcript_span_per_role_single_agent_none(tmp_path):
+    def reply(messages, config):
+        prompt = " ".join(message.text for message in messages)
+        return "Correctness: Correct" if "Correctness" in prompt else "\\boxed{2}"
+
+    def span_names(solver):
+        task = Task(dataset=[Sample(id=1, input="1+1?", target="2")], solver=solver, scorer=includes())
+        (log,) = eval(task, model=scripted_model(reply), log_dir=str(tmp_path), display="none")
+        return [e.name for e in log.samples[0].events if e.event == "span_begin" and e.type == "agent"]
+
+    assert span_names(system_solver("vc", accept_after=1)) == ["solver", "verifier"]
+    assert span_names(system_solver("direct")) == []

@@ -3,8 +3,9 @@
 ``<x>`` may be, in this order of precedence:
 
 1. a name in the checkpoint registry (``harness.checkpoints``: ``MARA_CHECKPOINTS`` or ``./checkpoints.yaml``);
-2. a directory: an HF-format model (``config.json``), a LoRA adapter (``adapter_config.json``, loaded on its base
-   model), or a trainer run directory -- its latest export ``<run>/exports/step_N/`` (or ``<run>/step_N/``);
+2. a directory: an HF-format model (``config.json`` with a ``model_type``), a LoRA adapter
+   (``adapter_config.json``, loaded on its base model), or a trainer run directory -- its latest export
+   ``<run>/exports/step_N/`` (or ``<run>/step_N/``); ``<run>/step_N`` also names the export ``<run>/exports/step_N``;
 3. a Hugging Face model id, taken from the local HF cache only; it is downloaded only with ``allow_download``.
 """
 
@@ -112,6 +113,9 @@ def _resolve_location(name: str, *, base: str | None, allow_download: bool) -> R
         raise CheckpointError(
             f"{name} is a file; local/ needs a model directory, a run directory or an HF id"
         )
+    exported = path.parent / EXPORTS / path.name
+    if STEP_DIR.match(path.name) and exported.is_dir():  # <run>/step_N names the export <run>/exports/step_N
+        return _resolve_dir(exported, base=base, allow_download=allow_download)
     if _looks_like_path(name):
         raise CheckpointError(
             f"no such directory: {name} (give a model directory, a run directory or an HF id)"
@@ -122,15 +126,15 @@ def _resolve_location(name: str, *, base: str | None, allow_download: bool) -> R
 def _resolve_dir(path: Path, *, base: str | None, allow_download: bool) -> ResolvedCheckpoint:
     if (path / "adapter_config.json").is_file():
         return _resolve_adapter(path, base=base, allow_download=allow_download)
-    if (path / "config.json").is_file():
+    if _is_hf_model(path):
         return ResolvedCheckpoint(model=str(path), tokenizer=str(path), source="model")
     export = latest_export(path)
     if export is None:
         raise CheckpointError(
-            f"{path} is not a model directory: it has no config.json (HF model), adapter_config.json (LoRA "
-            f"adapter), {EXPORTS}/step_N/ or step_N/ (trainer run)"
+            f"{path} is not a model directory: it has no HF model config.json (with a model_type), "
+            f"adapter_config.json (LoRA adapter), {EXPORTS}/step_N/ or step_N/ (trainer run)"
         )
-    if not ((export / "config.json").is_file() or (export / "adapter_config.json").is_file()):
+    if not (_is_hf_model(export) or (export / "adapter_config.json").is_file()):
         raise CheckpointError(
             f"trainer run {path}: its latest export {export} has no config.json or adapter_config.json"
         )
@@ -196,6 +200,18 @@ def _existing_dir(name: str, what: str) -> Path:
     if not path.is_dir():
         raise CheckpointError(f"{what} directory {name} does not exist")
     return path
+
+
+def _is_hf_model(path: Path) -> bool:
+    """Whether ``path`` holds an HF model config (a trainer run's own ``config.json`` has no ``model_type``)."""
+    config = path / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        data = json.loads(config.read_text())
+    except json.JSONDecodeError as err:
+        raise CheckpointError(f"{config} is not valid JSON: {err}") from err
+    return isinstance(data, dict) and "model_type" in data
 
 
 def _looks_like_path(name: str) -> bool:

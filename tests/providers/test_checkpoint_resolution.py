@@ -61,6 +61,40 @@ def test_a_run_directory_with_plain_step_dirs_and_an_explicit_step(tiny_qwen, tm
     assert latest_export(tmp_path) is None
 
 
+@pytest.fixture(scope="module")
+def trained_run(tiny_qwen, tmp_path_factory) -> Path:
+    """A real ``mara train`` run directory: 2 GRPO steps on the tiny model, exported at steps 1 and 2."""
+    from trainer.cli import main as train_main
+
+    home = tmp_path_factory.mktemp("train")
+    recipe = home / "recipe.yaml"
+    recipe.write_text(
+        f"model: {{path: {tiny_qwen}}}\ntask: {{args: {{n_prompts: 4}}}}\n"
+        "rollout: {prompts_per_step: 2, group_size: 2, max_tokens: 4}\nsteps: 2\nsave_every: 1\n"
+    )
+    assert train_main([str(recipe), "--out", str(home / "run")]) == 0
+    return home / "run"
+
+
+def test_a_real_trainer_run_directory_loads_its_latest_export(trained_run, tiny_qwen):
+    from transformers import AutoModelForCausalLM
+
+    assert (trained_run / "config.json").is_file()  # the run's own training config, not an HF model config
+    resolved = resolve_checkpoint(str(trained_run))
+    assert (resolved.model, resolved.tokenizer, resolved.source) == (
+        str(trained_run / "exports" / "step_2"),
+        str(trained_run / "exports" / "step_2"),
+        "run",
+    )
+    # <run>/step_N is the README's shorthand for the export <run>/exports/step_N
+    assert resolve_checkpoint(str(trained_run / "step_1")).model == str(trained_run / "exports" / "step_1")
+    loaded = load_checkpoint(resolved, device="cpu").model.state_dict()
+    exported = AutoModelForCausalLM.from_pretrained(trained_run / "exports" / "step_2").state_dict()
+    base = AutoModelForCausalLM.from_pretrained(tiny_qwen).state_dict()
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in exported.items())
+    assert any(not torch.equal(loaded[name], tensor) for name, tensor in base.items())  # trained weights
+
+
 def test_an_adapter_resolves_onto_its_base(tiny_qwen, adapter):
     resolved = resolve_checkpoint(str(adapter))
     assert (resolved.model, resolved.adapter, resolved.tokenizer, resolved.source) == (
@@ -170,7 +204,13 @@ def test_bad_locations_are_clear_errors(tiny_qwen, tmp_path):
     with pytest.raises(CheckpointError, match="is a file"):
         resolve_checkpoint(str(tmp_path / "weights.bin"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CheckpointError, match="is not a model directory: it has no config.json"):
+    with pytest.raises(CheckpointError, match="is not a model directory: it has no HF model config.json"):
+        resolve_checkpoint(str(tmp_path / "empty"))
+    (tmp_path / "empty" / "config.json").write_text('{"steps": 20}')  # e.g. a run with no export yet
+    with pytest.raises(CheckpointError, match="is not a model directory: it has no HF model config.json"):
+        resolve_checkpoint(str(tmp_path / "empty"))
+    (tmp_path / "empty" / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="empty/config.json is not valid JSON"):
         resolve_checkpoint(str(tmp_path / "empty"))
     (tmp_path / "run" / "exports" / "step_1").mkdir(parents=True)
     with pytest.raises(CheckpointError, match="its latest export .*step_1 has no config.json"):

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
+from tqdm import tqdm
 
 from harness.retrieval.base import RetrievalIndex
 from harness.retrieval.store import BM25_DIR, Manifest, PassageStore
 
 DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stopwords": "en"}
+TOKENIZE_CHUNK = 10_000
 
 
 def _tokenize(texts: Sequence[str], stopwords: str, progress: bool) -> list[list[str]]:
@@ -19,11 +21,20 @@ def _tokenize(texts: Sequence[str], stopwords: str, progress: bool) -> list[list
 
 
 def index_passages(directory: Path, params: dict, progress: bool) -> None:
-    """Tokenise every passage of an index directory and write the BM25 index under ``bm25/``."""
+    """Tokenise every passage of an index directory and write the BM25 index under ``bm25/``.
+
+    Passages are read and tokenised ``TOKENIZE_CHUNK`` at a time, so only their tokens are ever held in memory.
+    """
     store = PassageStore(directory)
-    texts = [contents for _, contents in store.rows(0, len(store))]
+    tokens: list[list[str]] = []
+    with tqdm(total=len(store), unit="passage", desc="tokenizing passages", disable=not progress) as bar:
+        for start in range(0, len(store), TOKENIZE_CHUNK):
+            stop = min(start + TOKENIZE_CHUNK, len(store))
+            texts = [contents for _, contents in store.rows(start, stop)]
+            tokens += _tokenize(texts, params["stopwords"], progress=False)
+            bar.update(stop - start)
     retriever = bm25s.BM25(k1=params["k1"], b=params["b"], method=params["method"])
-    retriever.index(_tokenize(texts, params["stopwords"], progress), show_progress=progress)
+    retriever.index(tokens, show_progress=progress)
     retriever.save(str(directory / BM25_DIR))
 
 

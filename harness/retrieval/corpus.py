@@ -65,6 +65,12 @@ def iter_corpus(path: Path, on_bytes: Callable[[bytes], object] | None = None) -
                     raise RetrievalError(
                         f"{path}:{number}: missing field {field!r} (corpus rows are {{'id', 'contents'}})"
                     )
+            if not isinstance(record["id"], str | int) or isinstance(record["id"], bool):
+                raise RetrievalError(
+                    f"{path}:{number}: field 'id' must be a string or an integer, got {record['id']!r}"
+                )
             if not isinstance(record["contents"], str):
-                raise RetrievalError(f"{path}:{number}: field 'contents' must be a string")
+                raise RetrievalError(
+                    f"{path}:{number}: field 'contents' must be a string, got {type(record['contents']).__name__}"
+                )
             yield str(record["id"]), record["contents"]

@@ -35,11 +35,15 @@ def build_index(
         raise RetrievalError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
     if batch_size < 1:
         raise RetrievalError(f"batch size must be at least 1, got {batch_size}")
+    encoder = (  # loaded first: a missing model fails before a long corpus copy
+        TextEncoder(model, query_prefix=query_prefix, passage_prefix=passage_prefix, device=device)
+        if kind == "dense"
+        else None
+    )
     out = prepare_output_dir(Path(out))
-    count, sha256 = copy_corpus(Path(corpus), out)
+    count, sha256 = copy_corpus(Path(corpus), out, progress)
     manifest = Manifest(kind=kind, count=count, corpus_sha256=sha256, corpus=str(corpus))
-    if kind == "dense":
-        encoder = TextEncoder(model, query_prefix=query_prefix, passage_prefix=passage_prefix, device=device)
+    if encoder is not None:
         dense.embed_passages(out, encoder, batch_size, progress)
         manifest.model, manifest.dimension = model, encoder.dimension
         manifest.query_prefix, manifest.passage_prefix = query_prefix, passage_prefix

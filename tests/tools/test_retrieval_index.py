@@ -4,14 +4,28 @@ index directories round-trip, and bad input fails with a message naming what to 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
+from pathlib import Path
 
 import bm25s
 import numpy as np
 import pytest
+import torch
+from huggingface_hub import try_to_load_from_cache
 
-from harness.retrieval import Passage, RetrievalError, TextEncoder, build_index, load_index, split_contents
+from harness.retrieval import (
+    DEFAULT_MODEL,
+    Passage,
+    RetrievalError,
+    TextEncoder,
+    build_index,
+    iter_corpus,
+    load_index,
+    split_contents,
+)
+from harness.retrieval import bm25 as bm25_module
 from harness.retrieval.store import EMBEDDINGS
 
 DENSE_QUESTIONS = {  # paraphrases with little word overlap: only meaning finds them
@@ -65,6 +79,52 @@ def test_prefixes_are_applied_and_embeddings_normalised(minilm):
     assert not np.allclose(query, raw[1], atol=1e-3)  # the prefix changes the embedding
 
 
+def test_queries_are_mean_pooled_over_their_tokens_then_normalised(minilm):
+    from transformers import AutoModel, AutoTokenizer
+
+    texts = ["query: tall mountains", "query: who wrote the play Hamlet?"]
+    tokenizer, model = AutoTokenizer.from_pretrained(minilm), AutoModel.from_pretrained(minilm).eval()
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state.numpy()
+    mask = batch["attention_mask"].numpy()[:, :, None]
+    mean = (hidden * mask).sum(axis=1) / mask.sum(axis=1)  # padding tokens left out of the mean
+    mean /= np.linalg.norm(mean, axis=1, keepdims=True)
+    cls = hidden[:, 0] / np.linalg.norm(hidden[:, 0], axis=1, keepdims=True)
+    encoded = TextEncoder(minilm).encode_queries(["tall mountains", "who wrote the play Hamlet?"])
+    np.testing.assert_allclose(encoded, mean, atol=1e-5)
+    assert np.abs(encoded - cls).max() > 0.1  # not CLS pooling
+
+
+def test_a_plain_transformers_checkpoint_gets_mean_pooling_too(minilm, tmp_path):
+    plain = (
+        tmp_path / "plain"
+    )  # no modules.json / 1_Pooling: sentence-transformers falls back to mean pooling
+    plain.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        (plain / name).symlink_to(Path(minilm) / name)
+    encoder = TextEncoder(str(plain))
+    assert encoder.pooling == "mean"
+    np.testing.assert_allclose(
+        encoder.encode_passages(["Tokyo is the capital of Japan."]),
+        TextEncoder(minilm).encode_passages(["Tokyo is the capital of Japan."]),
+        atol=1e-5,
+    )
+
+
+def test_e5_stays_the_default_model_and_a_missing_copy_is_a_clear_error(tmp_path, corpus):
+    assert DEFAULT_MODEL == "intfloat/e5-base-v2"
+    for user_facing in (TextEncoder, build_index):
+        assert inspect.signature(user_facing).parameters["model"].default == DEFAULT_MODEL
+    if isinstance(try_to_load_from_cache(DEFAULT_MODEL, "config.json"), str):
+        pytest.skip("E5 is in this machine's HF cache, so it loads")
+    with pytest.raises(
+        RetrievalError, match=r"(?s)cannot load embedding model 'intfloat/e5-base-v2'.*--model"
+    ):
+        build_index(corpus, tmp_path / "out", progress=False)  # offline and not cached here
+    assert not (tmp_path / "out").exists()  # the model is loaded before the corpus is copied
+
+
 def test_dense_round_trip_keeps_manifest_embeddings_and_results(dense_index, minilm, corpus):
     manifest = json.loads((dense_index / "manifest.json").read_text())
     assert manifest["kind"] == "dense"
@@ -114,6 +174,15 @@ def test_bm25_score_matches_the_lucene_formula_with_pyserini_parameters(bm25_ind
     assert hit == Passage(id="doc8", title="Bitcoin", text=hit.text, score=pytest.approx(expected, rel=1e-4))
 
 
+def test_bm25_tokenised_in_chunks_scores_like_one_pass(bm25_index, corpus, tmp_path, monkeypatch):
+    monkeypatch.setattr(bm25_module, "TOKENIZE_CHUNK", 3)  # 20 passages: 7 chunks, the last one short
+    build_index(corpus, tmp_path / "chunked", kind="bm25", progress=False)
+    questions = [*BM25_QUESTIONS, "Paris tower engineer", "capital of Japan"]
+    assert load_index(tmp_path / "chunked").search_many(questions, k=5) == load_index(bm25_index).search_many(
+        questions, k=5
+    )
+
+
 def test_bm25_query_without_known_terms_finds_nothing(bm25_index):
     assert load_index(bm25_index).search("zzzz qqqq", k=5) == []
 
@@ -123,16 +192,37 @@ def test_bad_k_is_refused(bm25_index):
         load_index(bm25_index).search("x", k=0)
 
 
-def test_malformed_corpus_rows_name_file_line_and_field(tmp_path):
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ('{"id": 2, "text": "no contents"}', r"bad\.jsonl:3: missing field 'contents'"),
+        ('{"contents": "no id"}', r"bad\.jsonl:3: missing field 'id'"),
+        (
+            '{"id": null, "contents": "x"}',
+            r"bad\.jsonl:3: field 'id' must be a string or an integer, got None",
+        ),
+        ('{"id": "d", "contents": ["x"]}', r"bad\.jsonl:3: field 'contents' must be a string, got list"),
+        ('["d", "x"]', r"bad\.jsonl:3: expected a JSON object with 'id' and 'contents'"),
+        ('{"id": "d", "contents": "x"', r"bad\.jsonl:3: not a JSON object"),
+    ],
+)
+def test_malformed_corpus_rows_name_file_line_and_field(tmp_path, bad_line, message):
     corpus = tmp_path / "bad.jsonl"
-    corpus.write_text('{"id": 1, "contents": "a\\nb"}\n\n{"id": 2, "text": "no contents"}\n')
-    with pytest.raises(RetrievalError, match=r"bad\.jsonl:3: missing field 'contents'"):
+    corpus.write_text('{"id": 1, "contents": "a\\nb"}\n\n' + bad_line + "\n")
+    with pytest.raises(RetrievalError, match=message):
         build_index(corpus, tmp_path / "out", kind="bm25", progress=False)
-    corpus.write_text("not json\n")
-    with pytest.raises(RetrievalError, match=r"bad\.jsonl:1: not a JSON object"):
-        build_index(corpus, tmp_path / "out", kind="bm25", progress=False)
+
+
+def test_corpus_ids_may_be_integers_and_blank_lines_are_skipped(tmp_path):
+    corpus = tmp_path / "ints.jsonl"
+    corpus.write_text('{"id": 7, "contents": "\\"Seven\\"\\nseven"}\n\n{"id": "x", "contents": "ex"}\n')
+    assert list(iter_corpus(corpus)) == [("7", '"Seven"\nseven'), ("x", "ex")]
+
+
+def test_empty_corpus_is_refused(tmp_path):
+    corpus = tmp_path / "empty.jsonl"
     corpus.write_text("\n")
-    with pytest.raises(RetrievalError, match="has no passages"):
+    with pytest.raises(RetrievalError, match="empty.jsonl has no passages"):
         build_index(corpus, tmp_path / "out", kind="bm25", progress=False)
 
 

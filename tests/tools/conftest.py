@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +58,8 @@ class Reply:
     body: str | dict | list = ""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds the server waits before answering (to trip the client's timeout)."""
 
 
 @dataclass
@@ -80,7 +83,8 @@ class FakeWeb:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     reply = staticmethod(Reply)
-    """Build a scripted reply: ``web.reply(status=200, body="" | dict | list, content_type=..., headers={})``."""
+    """Build a scripted reply: ``web.reply(status=200, body="" | dict | list, content_type=..., headers={},
+    delay=0.0)``."""
 
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
@@ -115,6 +119,7 @@ class FakeWeb:
                 )
                 web.requests.append(seen)
                 reply = web._reply(seen)
+                time.sleep(reply.delay)
                 body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
                 data = body.encode()
                 self.send_response(reply.status)

@@ -84,6 +84,87 @@ async def test_serpapi_search_sends_engine_key_and_num_and_filters_the_blocklist
     assert "chegg" not in output and "datasets" not in output
 
 
+def openalex_works(*links):
+    return {
+        "results": [
+            {"display_name": f"Paper {i}", "primary_location": {"landing_page_url": link}}
+            for i, link in enumerate(links, 1)
+        ]
+    }
+
+
+SEARCH_SERVICES = {  # name -> (tool, settings, path on the fake server, body listing result links)
+    "serper": (
+        "search",
+        {"search_backend": "serper"},
+        "/serper",
+        lambda *links: {"organic": organic(*links)},
+    ),
+    "serpapi": (
+        "search",
+        {"search_backend": "serpapi"},
+        "/serpapi",
+        lambda *links: {"organic_results": organic(*links)},
+    ),
+    "scholar-serpapi": (
+        "scholar",
+        {"scholar_backend": "serpapi"},
+        "/serpapi",
+        lambda *links: {"organic_results": organic(*links)},
+    ),
+    "scholar-openalex": ("scholar", {"scholar_backend": "openalex"}, "/openalex", openalex_works),
+}
+
+
+@pytest.mark.parametrize("service", SEARCH_SERVICES)
+async def test_every_search_service_drops_blocklisted_results(web, service):
+    tool, settings, path, body = SEARCH_SERVICES[service]
+    links = (
+        "https://huggingface.co/datasets/google/frames-benchmark",
+        "https://en.wikipedia.org/wiki/Everest",
+        "https://www.coursehero.com/file/123/answers",
+        "https://www.kaggle.com/datasets/x/hle",
+        "https://arxiv.org/abs/2510.04935",
+    )
+    web.route(path, web.reply(body=body(*links)))
+    output = await toolbox(web, [tool], **settings).call(tool, query="everest")
+    assert [doc.splitlines()[1] for doc in tool_documents(output)] == [
+        "URL: https://en.wikipedia.org/wiki/Everest",
+        "URL: https://arxiv.org/abs/2510.04935",
+    ]
+    assert [doc.splitlines()[0][:4] for doc in tool_documents(output)] == ["[1] ", "[2] "]  # renumbered
+    for blocked in ("huggingface", "coursehero", "kaggle"):
+        assert blocked not in output
+
+
+@pytest.mark.parametrize("service", [*SEARCH_SERVICES, "browse"])
+async def test_every_web_service_retries_a_transient_failure(web, service):
+    if service == "browse":
+        tool, settings, path, url = "browse", {}, "/page", f"{web.url}/page"
+        good, arguments = web.reply(body="page text", content_type="text/plain"), {"url": url}
+    else:
+        tool, settings, path, body = SEARCH_SERVICES[service]
+        url = "https://a.example/"
+        good, arguments = web.reply(body=body(url)), {"query": "q"}
+    web.route(path, web.reply(502, "bad gateway", "text/plain"), good)
+    output = await toolbox(web, [tool], **settings).call(tool, **arguments)
+    assert len(web.hits(path)) == 2
+    assert f"URL: {url}" in tool_documents(output)[0].splitlines()
+
+
+async def test_a_timeout_is_retried_and_a_persistent_one_is_a_tool_error(web):
+    slow = web.reply(body="late", content_type="text/plain", delay=1.0)
+    web.route("/slow-once", slow, web.reply(body="on time", content_type="text/plain"))
+    box = toolbox(web, ["browse"], http_timeout=0.3, http_attempts=2)
+    assert await box.call("browse", url=f"{web.url}/slow-once") == f"URL: {web.url}/slow-once\n\non time"
+    assert len(web.hits("/slow-once")) == 2
+    web.route("/always-slow", slow)
+    with pytest.raises(ToolError) as caught:
+        await box.call("browse", url=f"{web.url}/always-slow?token=secret")
+    assert str(caught.value) == f"browse: no answer from {web.url}/always-slow within 0.3 s (2 attempts)"
+    assert len(web.hits("/always-slow")) == 2
+
+
 async def test_several_queries_in_one_call_are_numbered_across_and_deduplicated(web):
     web.route(
         "/serper",

@@ -7,7 +7,6 @@ avg@k is ``k`` epochs reduced by the mean (metrics then average the per-sample m
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -18,9 +17,7 @@ from inspect_ai import Epochs
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, ScoreReducer, mean_score, pass_at, score_reducer
 
-
-def _is_unscored(score: Score) -> bool:
-    return isinstance(score.value, float) and math.isnan(score.value)
+from judges.metrics import is_unscored
 
 
 @score_reducer(name="maj_at_k")
@@ -28,16 +25,17 @@ def majority_answer() -> ScoreReducer:
     """maj@k: the value of the answer (``Score.answer``) given most often across epochs.
 
     Ties go to the answer that sorts first, so the result does not depend on epoch order; epochs without an
-    extracted answer vote for "no answer"; unscored epochs do not vote (all unscored: unscored).
+    extracted answer vote for "no answer"; unscored epochs (``judges.metrics.is_unscored``: the grader gave no
+    verdict) do not vote (all unscored: unscored). The result keeps the winning epoch's metadata plus the tally.
     """
 
     def reduce(scores: list[Score]) -> Score:
         votes: dict[str, list[Score]] = defaultdict(list)
         for score in scores:
-            if not _is_unscored(score):
+            if not is_unscored(score.value):
                 votes[score.answer or ""].append(score)
-        if not votes:
-            return Score(value=math.nan, explanation="every epoch was unscored")
+        if not votes:  # keep the value's shape (a dict with judged_correct NaN) so metrics still read it
+            return Score(value=scores[0].value, explanation="every epoch was unscored")
         winner = min(votes, key=lambda answer: (-len(votes[answer]), answer))
         chosen = votes[winner][0]
         tally = {answer: len(group) for answer, group in sorted(votes.items())}
@@ -45,7 +43,7 @@ def majority_answer() -> ScoreReducer:
             value=chosen.value,
             answer=chosen.answer,
             explanation=f"majority answer {winner!r} ({len(votes[winner])} of {len(scores)} epochs)",
-            metadata={"votes": tally},
+            metadata={**(chosen.metadata or {}), "votes": tally},
         )
 
     return reduce

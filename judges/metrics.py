@@ -28,6 +28,13 @@ logger = logging.getLogger(__name__)
 NAN = float("nan")
 
 
+def is_unscored(value: object) -> bool:
+    """Whether a score value is an attempt the grader could not judge: NaN, or a dict whose ``judged_correct`` is NaN."""
+    if isinstance(value, dict):
+        value = value.get("judged_correct")
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _column(scores: Sequence[SampleScore], key: str) -> list[float]:
     """Every score's ``key`` as a float (NaN kept)."""
     column: list[float] = []
@@ -79,9 +86,10 @@ def wald_interval() -> Metric:
     """Half-width (percentage points) of the Wald 95% interval of accuracy over all items, as HLE reports it."""
 
     def compute(scores: list[SampleScore]) -> Value:
-        if not scores:
+        present = [v for v in _column(scores, "correct") if not math.isnan(v)]
+        if not present:  # no sample yet, or (while epochs run) a pass@k still undefined
             return {"wald_half_width": NAN}
-        return {"wald_half_width": wald_half_width(100 * _mean(_column(scores, "correct")), len(scores))}
+        return {"wald_half_width": wald_half_width(100 * _mean(present), len(present))}
 
     return compute
 
@@ -112,12 +120,14 @@ def calibration() -> Metric:
 
 @metric
 def simpleqa_summary() -> Metric:
-    """The official SimpleQA metrics: correct, not_attempted, correct_given_attempted and F."""
+    """The official SimpleQA metrics (correct, not_attempted, correct_given_attempted, F; unscored items in no
+    grade) and accuracy_judged: the CORRECT rate over the items the grader judged."""
 
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:
-            return summary(NAN, NAN, NAN)
-        return summary(*(_mean(_column(scores, key)) for key in ("correct", "incorrect", "not_attempted")))
+            return summary(NAN, NAN, NAN) | {"accuracy_judged": NAN}
+        rates = (_mean(_column(scores, key)) for key in ("correct", "incorrect", "not_attempted"))
+        return summary(*rates) | {"accuracy_judged": _mean(_column(scores, "judged_correct"))}
 
     return compute
 

@@ -8,11 +8,13 @@ import math
 import pytest
 from inspect_ai import Task, eval, task
 from inspect_ai.dataset import Sample
+from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
 from harness.testing import scripted_model
-from judges.grader import GraderMissingError
+from judges.grader import GraderMissingError, ask_grader
 from judges.registry import JUDGES, get_judge, is_llm_judge, require_grader
+from judges.verdicts import parse_yes_no
 
 
 def _answers(by_question: dict[str, str | list[str]]):
@@ -239,6 +241,27 @@ def test_judge_calls_are_cached_per_grader_model(tmp_path):
     assert len(other.calls) == 2  # another grader model never reuses those judgements
 
 
+@scorer(metrics=[])
+def _asks_as(judge_name: str):
+    """A judge that asks the grader the same fixed prompt under ``judge_name``."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        outcome = await ask_grader(judge_name, "Is it so? Answer yes or no.", parse_yes_no)
+        return Score(value=float(outcome.verdict))
+
+    return score
+
+
+def test_judge_calls_are_cached_per_judge(tmp_path):
+    grader = Grader({"Is it so?": "yes"})
+    samples = [Sample(id="a", input="q", target="x")]
+    for judge_name in ("first_judge", "first_judge", "second_judge"):
+        _run(_asks_as(judge_name), samples, {"q": "r"}, tmp_path, grader)
+    assert (
+        len(grader.calls) == 2
+    )  # the repeat is replayed; another judge never reuses the first one's verdict
+
+
 def test_cache_can_be_turned_off(tmp_path):
     grader = _hle_grader()
     for _ in range(2):
@@ -295,6 +318,7 @@ def test_simpleqa_scorer(tmp_path):
     assert metrics["not_attempted"] == pytest.approx(0.25)
     assert metrics["correct_given_attempted"] == pytest.approx(0.5)
     assert metrics["f"] == pytest.approx(2 * 0.5 * 0.25 / 0.75)
+    assert metrics["accuracy_judged"] == pytest.approx(1 / 3)  # a of the judged a, b, c; d is unscored
     assert metrics["unscored"] == 1
 
 

@@ -3,6 +3,7 @@ avg@k / pass@k / maj@k over scripted epochs equal hand computations; bad -T valu
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from fractions import Fraction
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, read_eval_log
 
 from harness.datasets import load_benchmark
+from harness.datasets.loader import bundled_samples_path
 from harness.evaluation import benchmark_task
 from harness.prompts import load_prompt
 from harness.testing import scripted_model
@@ -126,6 +128,84 @@ def test_avg_pass_and_maj_equal_hand_computations_on_scripted_epochs():
     assert _metrics(log, "maj_at_k")["accuracy"] == pytest.approx(float(maj / 3))
 
 
+# HLE, 3 epochs: response -> the grader's reply (None: an unparsable reply on every attempt -> unscored)
+HLE_EPOCHS = {
+    0: [("resp-a1", "7", "yes"), ("resp-a2", None, None), ("resp-a3", None, None)],
+    1: [("resp-b1", "3", "no"), ("resp-b2", "4", "yes"), ("resp-b3", "3", "no")],
+}
+
+
+def test_unscored_epochs_count_wrong_over_all_never_over_judged_and_never_vote():
+    """avg / pass@2 / maj over LLM-judged epochs, two of them unscored, against hand computations."""
+    questions = [sample.input for sample in load_benchmark("hle", data="samples", limit=2).dataset]
+    calls: dict[int, int] = defaultdict(int)
+    verdicts = {
+        response: (answer, correct) for rows in HLE_EPOCHS.values() for response, answer, correct in rows
+    }
+
+    def solve(messages, config):
+        index = questions.index(messages[-1].text)
+        calls[index] += 1
+        return HLE_EPOCHS[index][calls[index] - 1][0]
+
+    def grade(messages, config):
+        response = next(r for r in verdicts if r in messages[-1].text)
+        answer, correct = verdicts[response]
+        if correct is None:
+            return "I cannot tell."
+        return json.dumps(
+            {"extracted_final_answer": answer, "reasoning": "r", "correct": correct, "confidence": 50}
+        )
+
+    (log,) = eval(
+        str(TASKS_DIR / "hle.py@hle"),
+        task_args={"data": "samples", "limit": 2, "epochs": 3, "reducers": "avg,pass@2,maj"},
+        model=scripted_model(solve),
+        model_roles={"grader": scripted_model(grade)},
+        display="none",
+    )
+    assert log.status == "success", log.error
+    # sample a: correct [1, 0u, 0u] (u: unscored), judged [1]; sample b: correct = judged = [0, 1, 0]
+    # avg: a 1/3 (judged 1), b 1/3 (judged 1/3); pass@2 = 1 - C(n-c, 2)/C(n, 2): a 2/3 (judged: n=1 < 2,
+    # undefined), b 2/3; maj: a votes {"7": 1} (unscored epochs do not vote) -> 1, b votes {"3": 2, "4": 1} -> 0
+    mean, pass_2, maj = (_metrics(log, reducer) for reducer in ("mean", "pass_at_2", "maj_at_k"))
+    assert (mean["accuracy"], mean["accuracy_judged"]) == pytest.approx((1 / 3, (1 + 1 / 3) / 2))
+    assert (pass_2["accuracy"], pass_2["accuracy_judged"]) == pytest.approx((2 / 3, 2 / 3))
+    assert (maj["accuracy"], maj["accuracy_judged"]) == pytest.approx((0.5, 0.5))
+    assert mean["unscored"] == 2
+
+
+def test_the_log_records_dataset_protocol_and_judge(tmp_path):
+    (log,) = eval(
+        str(TASKS_DIR / "aime.py@aime2025"),
+        task_args={"data": "samples", "ids": "3,1", "protocol": "quick"},
+        model=scripted_model(lambda messages, config: "\\boxed{0}"),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    metadata = read_eval_log(log.location, header_only=True).eval.metadata
+    assert metadata["dataset"] | {"path": None} == {
+        "benchmark": "aime2025",
+        "source": "samples",
+        "path": None,
+        "sha256": hashlib.sha256(bundled_samples_path("aime2025").read_bytes()).hexdigest(),
+        "rows_read": 5,
+        "rows_in_benchmark": 5,
+        "row_count": 2,
+        "ids_requested": ["3", "1"],
+        "limit": None,
+        "ids_sha256": hashlib.sha256(b"3\n1").hexdigest(),
+    }
+    assert metadata["protocol"] == {
+        "name": "quick",
+        "epochs": 1,
+        "reducers": ["avg"],
+        "generate": {"temperature": 0.0, "max_tokens": 512},
+        "system_settings": {},
+    }
+    assert (metadata["system"], metadata["judge"], metadata["judge_model"]) == ("direct", "math", None)
+
+
 def test_protocol_sets_epochs_sampling_judge_and_records_them(load_task):
     task = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", epochs=2, limit=1)
     assert task.epochs == 2
@@ -209,7 +289,9 @@ def test_vc_system_scores_solver_alone_and_system_from_one_run():
     def reply(messages, config):
         prompt = " ".join(message.text for message in messages)
         if "Correctness" in prompt and "\\boxed{" in prompt:  # a verifier reading a solution
-            return "Summary: checked.\nCorrectness: " + ("Correct" if f"\\boxed{{{gold}}}" in prompt else "Wrong")
+            return "Summary: checked.\nCorrectness: " + (
+                "Correct" if f"\\boxed{{{gold}}}" in prompt else "Wrong"
+            )
         if "\\boxed{" in prompt:  # the corrector revising a flagged solution
             return f"Fixed: \\boxed{{{gold}}}"
         return "\\boxed{1}"  # the solver's first, wrong, solution

@@ -6,6 +6,7 @@ import math
 
 import pytest
 from inspect_ai.scorer import Score
+from inspect_ai.scorer._reducer.registry import reducer_log_names
 
 from harness.protocols import PROTOCOLS, get_protocol, majority_answer, make_reducers
 
@@ -46,8 +47,7 @@ def test_epoch_override_moves_avg_and_maj_to_the_new_k():
     assert (overridden.epochs, overridden.reducers) == (4, ("avg",))
     assert overridden.epochs_spec().epochs == 4
     explicit = get_protocol("quick").with_overrides(epochs=8, reducers="avg@8,pass@1,pass@4,maj@8")
-    names = [getattr(r, "__registry_info__", None) for r in explicit.epochs_spec().reducer]
-    assert len(names) == 4
+    assert reducer_log_names(explicit.epochs_spec().reducer) == ["mean", "pass_at_1", "pass_at_4", "maj_at_k"]
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_bad_epochs_are_rejected(epochs):
         get_protocol("quick").with_overrides(epochs=epochs)
 
 
-def _score(value: float | str, answer: str | None) -> Score:
+def _score(value: float | str | dict[str, float], answer: str | None) -> Score:
     return Score(value=value, answer=answer)
 
 
@@ -96,3 +96,18 @@ def test_majority_ignores_unscored_epochs_and_counts_missing_answers_as_a_vote()
     assert (reduced.value, reduced.answer, reduced.metadata["votes"]) == (0, None, {"": 2, "4": 1})
     all_unscored = reduce([_score(math.nan, None), _score(math.nan, "3")])
     assert math.isnan(all_unscored.value)
+
+
+def test_majority_skips_llm_judge_attempts_left_unscored():
+    """A dict score with ``judged_correct`` NaN is an unscored attempt: it neither votes nor wins."""
+    unscored = {"correct": 0.0, "judged_correct": math.nan}
+    scores = [
+        _score(unscored, "7"),
+        _score(unscored, "7"),
+        _score({"correct": 1.0, "judged_correct": 1.0}, "5"),
+    ]
+    reduced = majority_answer()(scores)
+    assert (reduced.value, reduced.answer, reduced.metadata["votes"]) == (scores[2].value, "5", {"5": 1})
+    every_epoch_unscored = majority_answer()(scores[:2])
+    assert every_epoch_unscored.value["correct"] == 0.0  # same shape, so the verdict metrics still read it
+    assert math.isnan(every_epoch_unscored.value["judged_correct"])

@@ -66,15 +66,6 @@ class _Distiller:
         self.meter = meter
         self.budget = budget
 
-    def capacity(self, purpose: str) -> int:
-        framing = _sys1_messages(self.recorder.episode.question, purpose, [])
-        capacity = self.budget - sum(self.meter.count(m["content"]) for m in framing)
-        if capacity <= 0:
-            raise ValueError(
-                f"sys1_budget={self.budget} tokens leaves no room for tool outputs after System 1's prompt"
-            )
-        return capacity
-
     async def distil(self, call: ModelCall, request: ToolRequest, index: int) -> str:
         pages = [
             page

@@ -1,11 +1,14 @@
-"""MATPO (seeds/002): a planner whose only tool is ``search_and_browse(subtask)``; each call runs a nested worker
-rollout (search + scrape tools) whose system prompt recaps the user's query and which always ends with the structured
-final summary; the summary, thinking removed, is the planner's tool response. The planner answers in ``\\boxed{}``.
+"""MATPO (seeds/002; public code mzf666/MATPO): a planner whose only tool is ``search_and_browse(subtask)``; each call
+runs a nested worker rollout (search + scrape tools) whose first message recaps the user's query ("user query
+recapping") and which always ends with the structured final summary; the summary, thinking and any tool-use block
+removed, is the planner's tool response. The planner's user message asks for the answer in ``\\boxed{}``.
 
 Tool calls use the paper's MCP XML format (``<use_mcp_tool>`` with ``<server_name>``, ``<tool_name>``, JSON
 ``<arguments>``), one per message; tool responses come back as user messages. The worker's ``google_search`` /
-``scrape`` map to our ``search`` / ``browse`` tools. Every worker call's parent is the planner call that delegated
-the subtask (the trainer broadcasts the planner's advantage along that link); ``meta["subtask"]`` numbers them.
+``scrape`` map to our ``search`` / ``browse`` tools. A worker that reaches its turn limit or is cut off at the token
+limit is asked for the summary with the repository's "failed" instruction. Every worker call's parent is the planner
+call that delegated the subtask (the trainer broadcasts the planner's advantage along that link);
+``meta["subtask"]`` numbers them.
 """
 
 from __future__ import annotations
@@ -79,19 +82,26 @@ async def _worker_tool(recorder: EpisodeRecorder, call: ModelCall, use: McpCall)
 
 
 async def _worker(
-    recorder: EpisodeRecorder, planner_call: ModelCall, subtask: str, index: int, max_turns: int
+    recorder: EpisodeRecorder,
+    planner_call: ModelCall,
+    main_query: str,
+    subtask: str,
+    index: int,
+    max_turns: int,
 ) -> str:
-    """A nested worker rollout for ``subtask``; returns its final summary with thinking removed."""
-    question = recorder.episode.question
-    system = load_prompt("matpo_worker_system") + fill(
-        load_prompt("matpo_worker_recap"), {"main_query": question}
-    )
-    messages: list[Message] = [{"role": "system", "content": system}, _user(subtask)]
+    """A nested worker rollout for ``subtask``; returns its final summary without thinking or tool-use blocks."""
+    recap = fill(load_prompt("matpo_worker_recap"), {"main_query": main_query, "task_description": subtask})
+    messages: list[Message] = [
+        {"role": "system", "content": load_prompt("matpo_worker_system")},
+        _user(recap),
+    ]
     meta = {"subtask": index}
     finished = False
     for _ in range(max_turns):
         call = await recorder.ask(WORKER, messages, parent=planner_call.id, turn=planner_call.turn, meta=meta)
         messages = [*messages, {"role": "assistant", "content": call.reply.text}]
+        if call.reply.finish_reason == "length":
+            break
         use = parse_tool_use(call.reply.text)
         if use is None:
             finished = True
@@ -100,7 +110,7 @@ async def _worker(
     failed = "" if finished else load_prompt("matpo_worker_failed").strip()
     summary_prompt = fill(
         load_prompt("matpo_worker_summary"),
-        {"main_query": question, "task_description": subtask, "failed_instruction": failed},
+        {"main_query": main_query, "task_description": subtask, "failed_instruction": failed},
     )
     summary = await recorder.ask(
         WORKER,
@@ -109,7 +119,7 @@ async def _worker(
         turn=planner_call.turn,
         meta={**meta, "summary": True, "finished": finished},
     )
-    return strip_thinking(summary.reply.text)
+    return _TOOL_USE.sub("", strip_thinking(summary.reply.text)).strip()
 
 
 async def run(
@@ -124,9 +134,10 @@ async def run(
     if max_turns < 1 or worker_max_turns < 1:
         raise ValueError(f"max_turns and worker_max_turns must be >= 1; got {max_turns}, {worker_max_turns}")
     recorder = EpisodeRecorder("matpo", question, chat, toolbox)
+    main_query = fill(load_prompt("matpo_planner_user"), {"question": question})
     messages: list[Message] = [
         {"role": "system", "content": load_prompt("matpo_planner_system")},
-        _user(question),
+        _user(main_query),
     ]
     parent: int | None = None
     subtasks = 0
@@ -142,7 +153,8 @@ async def run(
             return recorder.episode
         if use.error is None and use.tool == PLANNER_TOOL and isinstance(use.arguments.get("subtask"), str):
             subtasks += 1
-            response = await _worker(recorder, call, use.arguments["subtask"], subtasks, worker_max_turns)
+            subtask = use.arguments["subtask"]
+            response = await _worker(recorder, call, main_query, subtask, subtasks, worker_max_turns)
         else:
             response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
         messages = [*messages, _tool_response(response)]

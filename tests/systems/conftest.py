@@ -1,4 +1,5 @@
-"""Offline doubles for the systems' tests: a scripted ``Chat`` per role and a ``Toolbox`` of fake async tools."""
+"""Offline doubles for the systems' tests: a scripted ``Chat`` per role, a ``Toolbox`` of fake async tools, and the
+real judges scoring an Episode the way an eval does."""
 
 from __future__ import annotations
 
@@ -8,8 +9,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from inspect_ai.model import ModelName
+from inspect_ai.scorer import Target
+from inspect_ai.solver import TaskState
 
-from harness.systems.types import Message, Reply, Toolbox, ToolError
+from harness.systems.inspect_adapter import store_episode
+from harness.systems.types import Episode, Message, Reply, Toolbox, ToolError
+from judges.scorers import lexical_scorer, math_scorer
 
 Script = list["str | Reply"] | Callable[[list[Message]], "str | Reply"]
 
@@ -67,7 +73,23 @@ def failing(message: str) -> Callable[..., str]:
     return produce
 
 
+JUDGES = {"math": math_scorer, "lexical": lexical_scorer}
+
+
+async def score(
+    episode: Episode, target: str | list[str], judge: str, answer: str = "final"
+) -> dict[str, float]:
+    """The ``judge`` scorer's value for ``episode``'s ``answer``: stored on a sample as the solver does, then scored."""
+    state = TaskState(
+        model=ModelName("mockllm/model"), sample_id="s", epoch=1, input=episode.question, messages=[]
+    )
+    store_episode(state, episode)
+    result = await JUDGES[judge](answer)(state, Target(target))
+    return result.value
+
+
 @pytest.fixture
 def doubles() -> SimpleNamespace:
-    """``doubles.Chat`` (ScriptedChat), ``doubles.toolbox`` (fake_toolbox), ``doubles.failing`` (a failing tool)."""
-    return SimpleNamespace(Chat=ScriptedChat, toolbox=fake_toolbox, failing=failing)
+    """``doubles.Chat`` (ScriptedChat), ``doubles.toolbox`` (fake_toolbox), ``doubles.failing`` (a failing tool),
+    ``doubles.score`` (a real judge's score of an Episode)."""
+    return SimpleNamespace(Chat=ScriptedChat, toolbox=fake_toolbox, failing=failing, score=score)

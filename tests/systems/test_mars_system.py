@@ -83,18 +83,42 @@ async def test_tool_call_is_packed_and_distilled_in_parallel(doubles, budget):
     assert "scratch" not in handed_back and page(1, 60) not in handed_back
     assert episode.calls[-1].parent == 0 and episode.calls[-1].turn == 1
     assert episode.meta["token_counting"].startswith("estimate")
+    # System 1 is told the purpose and the question
+    assert all(f"Purpose of the tool call: {PURPOSE}" in c.messages[-1]["content"] for c in sys1)
+    assert all(c.messages[-1]["content"].endswith(f"# User Question: {QUESTION}") for c in sys1)
+    assert (await doubles.score(episode, ["Paris"], "lexical"))["em"] == 1.0
 
 
 async def test_python_output_bypasses_system1(doubles):
-    toolbox, _ = doubles.toolbox({"python": lambda code: "42\n"})
+    # one System-2 turn calls python and search: only the search pages go through System 1
+    toolbox, _ = doubles.toolbox(
+        {"python": lambda code: "PYTHON-OUT 42", "search": lambda query: page(1, 10)}
+    )
     chat = doubles.Chat(
-        {"system2": [tool_call("python", {"code": "print(6*7)"}), "<answer>42</answer>"], "system1": []}
+        {
+            "system2": [
+                tool_call("python", {"code": "print(6*7)"}) + tool_call("search", {"query": "6*7"}),
+                "<answer>42</answer>",
+            ],
+            "system1": distil,
+        }
     )
     episode = await mars.run("6 times 7?", chat, toolbox)
     assert episode.final_answer == "42"
-    assert episode.calls_by_role("system1") == []
-    assert "42" in episode.calls[-1].messages[-1]["content"]
-    assert episode.tool_calls[0].arguments == {"code": "print(6*7)"}
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("system2", None, 0),
+        ("system1", 0, 0),
+        ("system2", 0, 1),
+    ]
+    (sys1,) = episode.calls_by_role("system1")
+    assert "PYTHON-OUT" not in sys1.messages[-1]["content"] and page(1, 10) in sys1.messages[-1]["content"]
+    handed_back = episode.calls[-1].messages[-1]["content"]
+    assert "PYTHON-OUT 42\n\ndistilled pages 1" in handed_back
+    assert [(t.name, t.arguments, t.call) for t in episode.tool_calls] == [
+        ("python", {"code": "print(6*7)"}, 0),
+        ("search", {"query": "6*7"}, 0),
+    ]
+    assert (await doubles.score(episode, ["42"], "lexical"))["em"] == 1.0
 
 
 async def test_turn_limit_stops_without_an_answer(doubles):
@@ -108,6 +132,7 @@ async def test_turn_limit_stops_without_an_answer(doubles):
         ("system2", 2, 1),
     ]
     assert episode.meta["stopped"] == "turn_limit"
+    assert (await doubles.score(episode, ["Paris"], "lexical"))["em"] == 0.0
 
 
 async def test_sys1_false_feeds_raw_outputs(doubles):
@@ -118,9 +143,11 @@ async def test_sys1_false_feeds_raw_outputs(doubles):
         {"system2": [tool_call("search", {"query": "x"}), "<answer>A</answer>"], "system1": []}
     )
     episode = await mars.run(QUESTION, chat, toolbox, sys1=False)
-    assert episode.calls_by_role("system1") == []
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [("system2", None, 0), ("system2", 0, 1)]
     handed_back = episode.calls[-1].messages[-1]["content"]
     assert page(1, 10) in handed_back and page(2, 10) in handed_back
+    assert episode.meta["sys1"] is False
+    assert (await doubles.score(episode, ["A"], "lexical"))["em"] == 1.0
 
 
 async def test_tool_errors_and_bad_calls_go_back_to_system2(doubles):

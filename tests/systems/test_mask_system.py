@@ -1,8 +1,12 @@
 """M-ASK: plan → search/retrieve/summary/update (Update vs Add) → answer; <end>, iteration bound, every-turn answers."""
 
+import pytest
+
 from harness.systems import mask
+from judges import lexical
 
 QUESTION = "Who is the current CEO of the company that developed ChatGPT?"
+GOLD = ["Sam Altman"]
 PLAN = (
     "<q1>Which company developed ChatGPT?</q1><a1>unkown</a1>"
     "<q2>Who is its CEO?</q2><a2>unkown</a2><predicted_answer>unknown</predicted_answer>"
@@ -70,6 +74,17 @@ async def test_update_then_add_then_end_with_answers_every_turn(doubles):
     assert "t1: sub-question: company that developed ChatGPT | sub-answer: OpenAI" in second_search
     assert "company that developed ChatGPT -> OpenAI" in second_search
     assert "[EXAMPLE_PROMPT]" not in episode.calls[0].messages[0]["content"]
+    # the update agent's Update rewrote t1 in place; its Add appended t3 (seen by the answer agent of turn 2)
+    assert (
+        "t3: sub-question: CEO of OpenAI | sub-answer: Sam Altman" in episode.calls[8].messages[-1]["content"]
+    )
+    # per-turn F1 (what the trainer turns into rewards) and the final score, with M-ASK's F1 variant
+    assert [lexical.score(a["answer"], GOLD, "mask")["f1"] for a in episode.intermediate_answers] == [
+        0.0,
+        0.0,
+        1.0,
+    ]
+    assert (await doubles.score(episode, GOLD, "lexical"))["f1"] == 1.0
 
 
 async def test_iteration_bound_then_single_answer(doubles):
@@ -104,8 +119,18 @@ async def test_iteration_bound_then_single_answer(doubles):
         ["b", "no tags here"],
     ]
     assert episode.final_answer == "final"
-    assert episode.calls[-1].parent == 6 and episode.calls[-1].turn == 2
+    assert [(c.parent, c.turn) for c in episode.calls] == [
+        (None, 0),
+        (0, 1),
+        (1, 1),
+        (2, 1),
+        (3, 2),
+        (4, 2),
+        (5, 2),
+        (6, 2),
+    ]
     assert len(episode.intermediate_answers) == 1
+    assert (await doubles.score(episode, GOLD, "lexical"))["f1"] == 0.0
 
 
 async def test_without_kma_raw_documents_join_the_trajectory(doubles):
@@ -114,18 +139,50 @@ async def test_without_kma_raw_documents_join_the_trajectory(doubles):
         scripts(["<search>q</search>", "<end>"], [], [], ["<predicted_answer>A</predicted_answer>"])
     )
     episode = await mask.run(QUESTION, chat, toolbox, kma=False)
-    assert [c.role for c in episode.calls] == ["plan", "search", "search", "answer"]
+    # no summary/update agent is called (their scripts are empty); the answer reads the last completed turn
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("plan", None, 0),
+        ("search", 0, 1),
+        ("search", 1, 2),
+        ("answer", 1, 1),
+    ]
     assert episode.meta["trajectory"][-1] == ["q", "[1] raw document text"]
     assert "[1] raw document text" in episode.calls[-1].messages[-1]["content"]
+    assert "q -> [1] raw document text" in episode.calls[2].messages[-1]["content"]
     assert episode.final_answer == "A"
+    assert episode.meta["kma"] is False and episode.meta["stopped"] == "end"
+    assert (await doubles.score(episode, GOLD, "lexical"))["f1"] == 0.0
+
+
+async def test_without_kma_answers_every_turn_up_to_the_iteration_bound(doubles):
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: "[1] Sam Altman leads OpenAI"})
+    chat = doubles.Chat(
+        scripts(["<search>CEO of OpenAI</search>"], [], [], ["<predicted_answer>Altman</predicted_answer>"])
+    )
+    episode = await mask.run(QUESTION, chat, toolbox, kma=False, answer_every_turn=True, max_iterations=1)
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("plan", None, 0),
+        ("search", 0, 1),
+        ("answer", 1, 1),
+    ]
+    assert episode.meta["stopped"] == "iteration_limit"
+    assert [(a["turn"], a["answer"]) for a in episode.intermediate_answers] == [(0, "unknown"), (1, "Altman")]
+    # "Altman" vs "Sam Altman": precision 1, recall 1/2 -> F1 2/3
+    assert (await doubles.score(episode, GOLD, "lexical"))["f1"] == pytest.approx(2 / 3)
 
 
 async def test_immediate_end_still_answers(doubles):
     toolbox, _ = doubles.toolbox({"retrieve": lambda query: ""})
     chat = doubles.Chat(scripts(["<end>"], [], [], ["<predicted_answer>B</predicted_answer>"]))
     episode = await mask.run(QUESTION, chat, toolbox, answer_every_turn=True)
-    assert [c.role for c in episode.calls] == ["plan", "search", "answer"]
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("plan", None, 0),
+        ("search", 0, 1),
+        ("answer", 0, 0),
+    ]
     assert episode.final_answer == "B" and episode.tool_calls == []
+    assert episode.meta["stopped"] == "end"
+    assert (await doubles.score(episode, GOLD, "lexical"))["f1"] == 0.0
 
 
 def test_parsers():

@@ -3,8 +3,10 @@
 import json
 
 from harness.systems import matpo
+from harness.systems.types import Reply
 
 QUERY = "Which word was deleted from Rule 601 in 2011?"
+BOXED_INSTRUCTION = " You should follow the format instruction in the requestion strictly and wrap the final answer in \\boxed{}."
 
 
 def use(server: str, tool: str, arguments: dict) -> str:
@@ -29,7 +31,8 @@ async def test_nested_worker_with_recap_and_summary(doubles):
                 "<think>search</think>"
                 + use("search_and_scrape_webpage", "google_search", {"q": "Rule 601 2011", "gl": "us"}),
                 "<think>enough</think>I have what I need.",
-                "<think>private notes</think>## Conclusion:\n**competent** was deleted.",
+                "<think>private notes</think>## Conclusion:\n**competent** was deleted."
+                + use("search_and_scrape_webpage", "scrape", {"url": "http://x"}),
             ],
         }
     )
@@ -43,23 +46,27 @@ async def test_nested_worker_with_recap_and_summary(doubles):
         ("worker", 0, 0),
         ("planner", 0, 1),
     ]
+    planner_query = episode.calls[0].messages[1]["content"]
+    assert planner_query == QUERY + BOXED_INSTRUCTION
     first_worker, summary = episode.calls[1], episode.calls[3]
-    assert (
-        "# User Query Recap" in first_worker.messages[0]["content"]
-        and QUERY in first_worker.messages[0]["content"]
+    assert first_worker.messages[0]["content"].startswith("In this environment you have access")
+    recap = first_worker.messages[1]["content"]
+    assert recap.startswith(
+        f'[CONTEXT]\nYou are a sub-agent working on a specific part of a larger task.\nThe main task is: "{planner_query}"'
     )
-    assert first_worker.messages[1] == {"role": "user", "content": "Find the 2011 amendment"}
+    assert 'Your current subtask is: "Find the 2011 amendment"' in recap
     assert log == [("search", {"query": "Rule 601 2011"})]
     assert episode.tool_calls[0].call == 1
     assert "[1] Rule 601 amended 2011" in episode.calls[2].messages[-1]["content"]
     summary_prompt = summary.messages[-1]["content"]
-    assert f'The main task was: "{QUERY}"' in summary_prompt
+    assert f'The main task was: "{planner_query}"' in summary_prompt
     assert 'Your assigned subtask was: "Find the 2011 amendment"' in summary_prompt
     assert "You have failed" not in summary_prompt
     assert summary.meta == {"subtask": 1, "summary": True, "finished": True}
     returned = episode.calls[4].messages[-1]["content"]
     assert returned == "## Conclusion:\n**competent** was deleted."
     assert episode.meta == {"stopped": "answer", "subtasks": 1}
+    assert (await doubles.score(episode, ["competent"], "lexical"))["em"] == 1.0
 
 
 async def test_worker_turn_limit_asks_for_a_failed_summary(doubles):
@@ -71,10 +78,39 @@ async def test_worker_turn_limit_asks_for_a_failed_summary(doubles):
         }
     )
     episode = await matpo.run(QUERY, chat, toolbox, worker_max_turns=2)
+    assert [(c.role, c.parent, c.turn, c.meta.get("summary", False)) for c in episode.calls] == [
+        ("planner", None, 0, False),
+        ("worker", 0, 0, False),
+        ("worker", 0, 0, False),
+        ("worker", 0, 0, True),
+        ("planner", 0, 1, False),
+    ]
     summary = episode.calls[3]
     assert summary.meta["finished"] is False
     assert "You have failed to complete the task." in summary.messages[-1]["content"]
     assert [t.name for t in episode.tool_calls] == ["browse", "browse"]
+    assert episode.calls[4].messages[-1]["content"] == "summary"
+    assert (await doubles.score(episode, ["competent"], "lexical"))["em"] == 0.0
+
+
+async def test_truncated_worker_is_summarised_as_failed(doubles):
+    cut = Reply(text="<think>very long", finish_reason="length")
+    chat = doubles.Chat(
+        {
+            "planner": [use("browsing_agent", "search_and_browse", {"subtask": "s"}), "\\boxed{competent}"],
+            "worker": [cut, "<think>x</think>## Conclusion:\nnot found"],
+        }
+    )
+    episode = await matpo.run(QUERY, chat, None)
+    assert [(c.role, c.parent, c.meta.get("finished")) for c in episode.calls] == [
+        ("planner", None, None),
+        ("worker", 0, None),
+        ("worker", 0, False),
+        ("planner", 0, None),
+    ]
+    assert "You have failed to complete the task." in episode.calls[2].messages[-1]["content"]
+    assert episode.calls[3].messages[-1]["content"] == "## Conclusion:\nnot found"
+    assert (await doubles.score(episode, ["competent"], "lexical"))["em"] == 1.0
 
 
 async def test_bad_planner_tool_use_is_a_tool_error_and_turn_limit_stops(doubles):

@@ -6,6 +6,7 @@ import pytest
 
 from harness.prompts import PROMPT_DIR, fill, load_prompt
 from harness.systems import SYSTEMS, get_system, react, run_system
+from harness.systems.toolloop import TOOL_DESCRIPTIONS, parse_tool_calls
 
 
 async def test_react_hands_raw_tool_output_back_to_the_same_agent(doubles):
@@ -29,6 +30,16 @@ def test_every_prompt_names_its_source_and_loads():
     for path in files:
         assert path.read_text(encoding="utf-8").startswith("# Source: "), path.name
         assert load_prompt(path.stem).strip()
+
+
+def test_tool_call_example_in_the_prompt_uses_the_tools_argument_names():
+    # harness.tools' search/scholar/retrieve take ``query`` (a string or a list of strings)
+    *_, example = parse_tool_calls(
+        load_prompt("mars_tool_description")
+    )  # the earlier blocks are empty tag mentions
+    assert example.error is None and example.name == "search"
+    assert list(example.arguments) == ["query"] and '{"query":' in TOOL_DESCRIPTIONS["search"]
+    assert example.purpose
 
 
 def test_fill_is_single_pass_and_names_missing_placeholders():

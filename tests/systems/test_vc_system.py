@@ -10,6 +10,13 @@ CORRECT = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:**
 WRONG = "**Final Verdict:** The solution is invalid.\n\n**List of Findings:**\n* bad step\n\n**Correctness:** Wrong"
 
 
+async def columns(doubles, episode, gold="42"):
+    """The math judge's ``correct`` for the system's final answer and the Solver's first answer (both score columns)."""
+    final = await doubles.score(episode, gold, "math")
+    solver = await doubles.score(episode, gold, "math", answer="solver")
+    return final["correct"], solver["correct"]
+
+
 @pytest.mark.parametrize(
     ("report", "verdict"),
     [
@@ -44,6 +51,7 @@ async def test_accepts_after_four_consecutive_passes(doubles):
     verifier_prompt = episode.calls[1].messages[-1]["content"]
     assert "6*7 = \\boxed{42}" in verifier_prompt and "hmm" not in verifier_prompt
     assert episode.meta["outcome"] == "accepted" and episode.meta["iterations"] == 3
+    assert await columns(doubles, episode) == (1.0, 1.0)
 
 
 async def test_corrects_then_accepts(doubles):
@@ -70,6 +78,8 @@ async def test_corrects_then_accepts(doubles):
     assert "* bad step" in correction[2]["content"] and "Correctness" not in correction[2]["content"]
     assert correction[2]["content"].startswith("Below is the bug report.")
     assert [c.meta["verdict"] for c in episode.calls_by_role("verifier")] == [False, True, True]
+    assert episode.meta["outcome"] == "accepted"
+    assert await columns(doubles, episode) == (1.0, 0.0)
 
 
 async def test_gives_up_and_falls_back_to_the_most_verified_candidate(doubles):
@@ -82,15 +92,17 @@ async def test_gives_up_and_falls_back_to_the_most_verified_candidate(doubles):
         }
     )
     episode = await vc.run(PROBLEM, chat, None, max_iterations=3)
-    assert [c.role for c in episode.calls] == [
-        "solver",
-        "verifier",
-        "verifier",
-        "corrector",
-        "verifier",
-        "corrector",
-        "verifier",
+    # the pass-then-fail streak resets, so s0 is never accepted; 3 iterations follow the first verification
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("solver", None, 0),
+        ("verifier", 0, 0),
+        ("verifier", 0, 1),
+        ("corrector", 2, 2),
+        ("verifier", 3, 2),
+        ("corrector", 4, 3),
+        ("verifier", 5, 3),
     ]
+    assert [c.meta.get("verdict") for c in episode.calls_by_role("verifier")] == [True, False, False, None]
     assert episode.meta["outcome"] == "iteration_limit"
     assert episode.meta["candidates"] == [
         {"call": 0, "passes": 1},
@@ -98,26 +110,42 @@ async def test_gives_up_and_falls_back_to_the_most_verified_candidate(doubles):
         {"call": 5, "passes": 0},
     ]
     assert episode.final_answer == "\\boxed{42}"
-    assert episode.meta["chosen_call"] == 0
+    assert episode.meta["chosen_call"] == 0 and episode.meta["iterations"] == 3
+    assert await columns(doubles, episode) == (1.0, 1.0)
 
 
 async def test_fallback_without_any_pass_takes_the_latest_candidate(doubles):
-    chat = doubles.Chat({"solver": ["a"], "verifier": [WRONG, WRONG], "corrector": ["b"]})
+    chat = doubles.Chat({"solver": ["\\boxed{42}"], "verifier": [WRONG, WRONG], "corrector": ["\\boxed{40}"]})
     episode = await vc.run(PROBLEM, chat, None, max_iterations=1)
-    assert episode.final_answer == "b" and episode.answers["solver"] == "a"
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("solver", None, 0),
+        ("verifier", 0, 0),
+        ("corrector", 1, 1),
+        ("verifier", 2, 1),
+    ]
+    assert episode.final_answer == "\\boxed{40}" and episode.meta["outcome"] == "iteration_limit"
+    assert await columns(doubles, episode) == (0.0, 1.0)
 
 
 async def test_truncated_solver_is_retried_then_gives_up(doubles):
     cut = Reply(text="<think>long", finish_reason="length")
     chat = doubles.Chat({"solver": [cut, "\\boxed{1}"], "verifier": [CORRECT]})
     episode = await vc.run(PROBLEM, chat, None, accept_after=1)
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("solver", None, 0),
+        ("solver", None, 0),
+        ("verifier", 1, 0),
+    ]
     assert [c.meta["attempt"] for c in episode.calls_by_role("solver")] == [0, 1]
-    assert episode.final_answer == "\\boxed{1}"
+    assert episode.final_answer == episode.answers["solver"] == "\\boxed{1}"
+    assert await columns(doubles, episode, gold="1") == (1.0, 1.0)
 
     chat = doubles.Chat({"solver": [cut, cut]})
     episode = await vc.run(PROBLEM, chat, None, solver_attempts=2)
     assert episode.final_answer is None and episode.answers == {"solver": None}
     assert episode.meta["outcome"] == "solver_truncated"
+    assert [c.role for c in episode.calls] == ["solver", "solver"]
+    assert await columns(doubles, episode, gold="1") == (0.0, 0.0)
 
 
 async def test_truncated_corrector_ends_the_loop_and_truncated_verifier_never_passes(doubles):
@@ -130,8 +158,14 @@ async def test_truncated_corrector_ends_the_loop_and_truncated_verifier_never_pa
     )
     episode = await vc.run(PROBLEM, chat, None)
     assert episode.calls[1].meta == {"verdict": None, "truncated": True, "candidate": 0}
+    assert [(c.role, c.parent, c.turn) for c in episode.calls] == [
+        ("solver", None, 0),
+        ("verifier", 0, 0),
+        ("corrector", 1, 1),
+    ]
     assert episode.meta["outcome"] == "corrector_truncated"
     assert episode.final_answer == "\\boxed{5}"
+    assert await columns(doubles, episode, gold="5") == (1.0, 1.0)
 
 
 async def test_bad_options_are_named():

@@ -16,7 +16,9 @@ from harness.datasets import (
     MalformedRowError,
     MissingDataError,
     load_benchmark,
+    loader,
 )
+from harness.datasets.specs import _gaia_text_ids
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -153,6 +155,35 @@ def test_bundled_samples_are_small_and_gaia_samples_are_synthetic():
         assert loaded.provenance["source"] == "samples"
     gaia = load_benchmark("gaia", data="samples").dataset
     assert all("synthetic" in str(sample.id) for sample in gaia)
+
+
+def test_hub_rows_are_filtered_to_the_published_subset_and_record_the_pinned_revision(monkeypatch):
+    """GAIA from the hub: only the 103 GAIA-text ids, text-only; provenance names the pinned commit."""
+    text_103 = sorted(_gaia_text_ids())
+    rows = [
+        {"task_id": text_103[0], "Question": "Q1", "Final answer": "1", "Level": 1, "file_name": ""},
+        {"task_id": "not-in-the-103", "Question": "Q2", "Final answer": "2", "Level": 1, "file_name": ""},
+        {"task_id": text_103[1], "Question": "Q3", "Final answer": "3", "Level": 2, "file_name": ""},
+    ]
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
+    monkeypatch.setattr(loader, "hub_rows", lambda spec: rows)
+    loaded = load_benchmark("gaia")
+    assert [s.id for s in loaded.dataset] == [text_103[0], text_103[1]]
+    assert loaded.provenance | {"ids_sha256": None} == {
+        "benchmark": "gaia",
+        "source": "huggingface",
+        "hf_path": "gaia-benchmark/GAIA",
+        "hf_config": "2023_all",
+        "split": "validation",
+        "revision": BENCHMARKS["gaia"].revision,
+        "rows_read": 3,
+        "rows_in_benchmark": 2,
+        "row_count": 2,
+        "ids_requested": None,
+        "limit": None,
+        "ids_sha256": None,
+    }
+    assert len(text_103) == 103 and BENCHMARKS["gaia"].revision
 
 
 # --- bad input: each error names what to fix -------------------------------------------------------------

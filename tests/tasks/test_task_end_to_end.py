@@ -13,7 +13,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 
-from harness.datasets import load_benchmark
+from harness.datasets import DatasetUnavailableError, MalformedRowError, MissingDataError, load_benchmark
 from harness.datasets.loader import bundled_samples_path
 from harness.evaluation import benchmark_task
 from harness.prompts import load_prompt
@@ -279,6 +279,55 @@ def test_single_agent_systems_get_the_benchmark_instruction_unless_overridden(lo
 def test_bad_task_options_fail_at_task_creation(load_task, task_args, error, message):
     with pytest.raises(error, match=message):
         load_task("aime.py", "aime2025", **{"data": "samples", **task_args})
+
+
+def _bad_input_cases(tmp_path: Path) -> dict[str, tuple[str, dict, type[Exception], str]]:
+    """Bad input named in the issue → (task, -T args, error, message): each must stop ``eval`` before any sample."""
+    malformed = tmp_path / "aime.jsonl"
+    malformed.write_text('{"problem": "P", "answer": "1"}\n{"problem": "Q"}\n', encoding="utf-8")
+    return {
+        "malformed row": (
+            "aime.py@aime2025",
+            {"data": str(malformed)},
+            MalformedRowError,
+            r"row 2: field 'answer'",
+        ),
+        "missing path": ("aime.py@aime2025", {"data": str(tmp_path / "none")}, MissingDataError, r"-T data="),
+        "unknown -T value": (
+            "aime.py@aime2025",
+            {"data": "samples", "protocol": "x"},
+            ValueError,
+            r"valid protocols",
+        ),
+        "no grader": ("hle.py@hle", {"data": "samples"}, GraderMissingError, r"--model-role grader="),
+        "gated, no token": (
+            "hle.py@hle",
+            {"judge": "math"},
+            DatasetUnavailableError,
+            r"set HF_TOKEN.*-T data=",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["malformed row", "missing path", "unknown -T value", "no grader", "gated, no token"]
+)
+def test_bad_input_stops_eval_before_any_sample_runs(case, tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no stored token either
+    task_name, task_args, error, message = _bad_input_cases(tmp_path)[case]
+    asked: list[str] = []
+    model = scripted_model(lambda messages, config: asked.append(messages[-1].text) or "\\boxed{1}")
+    with pytest.raises(error, match=message):
+        eval(
+            str(TASKS_DIR / task_name),
+            task_args=task_args,
+            model=model,
+            log_dir=str(tmp_path),
+            display="none",
+        )
+    assert asked == []
 
 
 def test_vc_system_scores_solver_alone_and_system_from_one_run():

@@ -1,6 +1,6 @@
 """Trainer throughput against TRL's ``GRPOTrainer``, same tiny model, data, group size and lengths, same process.
 
-Both train GRPO on the toy digits task (``trainer.toy``): 8 questions x 8 samples per step, at most 8 new tokens,
+Both train GRPO on the toy addition task (``trainer.toy``, every sum 7, the same reward): 8 questions x 8 samples per step, at most 8 new tokens,
 lr 1e-2, no KL, on CPU. Reported in ``extra_info`` and printed, never asserted: seconds per step, tokens/s
 (prompt + completion tokens per second), their ratio (target >= 1.0), and the share of padding among the token
 positions each trainer's forward passes compute (target <= 10%). The first step of each is a warm-up. Run:
@@ -18,10 +18,11 @@ import torch
 from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 from trainer.engine import Trainer
-from trainer.toy import digits_task
+from trainer.toy import addition_task, reply_reward
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROMPTS, GROUP, NEW_TOKENS, STEPS, LR = 8, 8, 8, 6, 1e-2
+TASK_ARGS = {"n_prompts": 64, "total": 7}
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def ours(model_dir, run_dir) -> dict[str, float]:
     """Seconds per step, tokens/s and padding share of our engine (steps after the first)."""
     config = TrainConfig(
         model=ModelConfig(path=str(model_dir)),
-        task=TaskConfig(args={"n_prompts": 64}),
+        task=TaskConfig(args=TASK_ARGS),
         rollout=RolloutConfig(prompts_per_step=PROMPTS, group_size=GROUP, max_tokens=NEW_TOKENS),
         optim=OptimConfig(lr=LR),
         steps=STEPS,
@@ -56,12 +57,13 @@ def trl(model_dir, out_dir) -> dict[str, float]:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    task = digits_task(n_prompts=64)
-    data = Dataset.from_list([{"prompt": [{"role": "user", "content": i["question"]}]} for i in task.items])
+    task = addition_task(**TASK_ARGS)
+    data = Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": i["question"]}], "answer": i["answer"]} for i in task.items]
+    )
 
-    def digit_share(completions, **kwargs):
-        texts = ["".join(c[0]["content"].split()) for c in completions]
-        return [sum(ch.isdigit() for ch in t) / len(t) if t else 0.0 for t in texts]
+    def toy_reward(completions, answer, **kwargs):
+        return [reply_reward(c[0]["content"], a) for c, a in zip(completions, answer, strict=True)]
 
     class StepTimes(TrainerCallback):
         def __init__(self):
@@ -92,7 +94,7 @@ def trl(model_dir, out_dir) -> dict[str, float]:
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         processing_class=AutoTokenizer.from_pretrained(model_dir, padding_side="left"),
-        reward_funcs=digit_share,
+        reward_funcs=toy_reward,
         args=config,
         train_dataset=data,
         callbacks=[timer],

@@ -32,7 +32,7 @@ class ModelConfig:
 
 @dataclass
 class TaskConfig:
-    factory: str = "trainer.toy:digits_task"
+    factory: str = "trainer.toy:addition_task"
     """``module:function`` returning the task (its ``items`` and ``reward(item, episode)``)."""
     args: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments for the factory."""
@@ -78,6 +78,9 @@ class AlgorithmConfig:
     """Dual-clip bound for negative advantages; null disables it."""
     loss_mode: str = "token-mean"
     """Loss aggregation: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm."""
+    norm_length: int | None = None
+    """The constant length ``seq-mean-token-sum-norm`` divides each row's token sum by (Dr.GRPO); null means
+    ``rollout.max_tokens``. Set it to the longest response a sample can have when episodes make several calls."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the frozen reference model (0 = no reference model is loaded)."""
     kl_kind: str = "k3"

@@ -283,7 +283,8 @@ class Trainer:
         tokens, active_rows = (int(x) for x in self.dist.sum(local_counts))
         if tokens == 0:
             return {"skipped": 1.0}
-        counts = {"global_tokens": tokens, "global_rows": active_rows}
+        norm_length = algo.norm_length if algo.norm_length is not None else config.rollout.max_tokens
+        counts = {"global_tokens": tokens, "global_rows": active_rows, "norm_length": norm_length}
         parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.policy.train()
         sums: dict[str, float] = {}
@@ -354,7 +355,6 @@ class Trainer:
             clip_high=algo.clip_high,
             dual_clip=algo.dual_clip,
             mode=algo.loss_mode,
-            norm_length=self.config.rollout.max_tokens,
             **counts,
         )
         token_mean = {"mode": "token-mean", "global_tokens": counts["global_tokens"]}

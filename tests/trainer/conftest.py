@@ -28,12 +28,12 @@ def tiny_tokenizer(tiny_model_dir):
 
 @pytest.fixture
 def toy_config(tiny_model_dir):
-    """A small GRPO config on the toy digits task with the session's tiny model."""
+    """A small GRPO config on the toy addition task (every sum 7) with the session's tiny model."""
     from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 
     return TrainConfig(
         model=ModelConfig(path=str(tiny_model_dir)),
-        task=TaskConfig(args={"n_prompts": 32, "seed": 0}),
+        task=TaskConfig(args={"n_prompts": 32, "seed": 0, "total": 7}),
         rollout=RolloutConfig(prompts_per_step=4, group_size=4, max_tokens=6),
         optim=OptimConfig(lr=1e-2),
         steps=3,

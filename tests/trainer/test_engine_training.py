@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 
+import pytest
 import torch
 
 from trainer.config import RolloutConfig
@@ -16,14 +18,40 @@ def _params(trainer: Trainer) -> list[torch.Tensor]:
     return [p.detach().clone() for p in trainer.policy.parameters()]
 
 
-def test_grpo_raises_mean_reward_on_the_toy_task(toy_config, tmp_path):
+def test_grpo_learns_to_answer_the_target_sum(toy_config, tmp_path):
     config = dataclasses.replace(
-        toy_config, rollout=RolloutConfig(prompts_per_step=8, group_size=8, max_tokens=8)
+        toy_config, rollout=RolloutConfig(prompts_per_step=8, group_size=8, max_tokens=4)
     )
     trainer = Trainer(config, tmp_path)
-    rewards = [trainer.train_step()["reward_mean"] for _ in range(14)]
-    assert rewards[0] < 0.2  # a random tiny model rarely emits digits
-    assert sum(rewards[-3:]) / 3 > rewards[0] + 0.4, rewards
+    rewards = [trainer.train_step()["reward_mean"] for _ in range(16)]
+    assert sum(rewards[:2]) / 2 < 0.05, rewards  # a random tiny model almost never starts its reply with "7"
+    assert sum(rewards[-3:]) / 3 > 0.4, rewards  # now nearly every reply's first number is the sum
+    item = trainer.task.items[0]
+    replies = asyncio.run(trainer._rollout([item]))[0]
+    assert sum(trainer.task.reward(item, episode) > 0 for episode in replies) >= len(replies) // 2
+
+
+class _LengthTask(ToyTask):
+    def reward(self, item, episode):  # varies within every group, so advantages (and the loss) are non-zero
+        return float(len(episode.final_answer or "") % 3)
+
+
+def length_task() -> _LengthTask:
+    return _LengthTask([{"id": f"q{i}", "question": f"What is {i}?", "answer": str(i)} for i in range(4)])
+
+
+def test_norm_length_is_the_constant_divisor_of_seq_mean_token_sum_norm(toy_config, tmp_path):
+    task = dataclasses.replace(toy_config.task, factory=f"{__name__}:length_task", args={})
+    losses = []
+    for norm_length in (4, 12):
+        algorithm = dataclasses.replace(
+            toy_config.algorithm, loss_mode="seq-mean-token-sum-norm", norm_length=norm_length
+        )
+        config = dataclasses.replace(toy_config, task=task, algorithm=algorithm)
+        trainer = Trainer(config, tmp_path / str(norm_length))
+        losses.append(trainer.train_step()["loss"])
+    assert losses[0] != 0.0
+    assert losses[0] == pytest.approx(3 * losses[1], rel=1e-6)  # same rollouts, loss scaled by 12 / 4
 
 
 def test_resume_reproduces_the_next_step_exactly(toy_config, tmp_path):

@@ -35,6 +35,17 @@ async def test_infinite_loop_is_killed_at_the_time_limit():
         await run_python("print('started', flush=True)\nwhile True:\n    pass", SandboxLimits(timeout=1))
 
 
+async def test_an_output_flood_in_a_loop_is_killed_with_its_output_capped():
+    limits = SandboxLimits(timeout=2, max_output=50)
+    with pytest.raises(ToolError) as caught:
+        await run_python("while True:\n    print('x' * 100)", limits)
+    assert str(caught.value) == (
+        "python: stopped after the 2 s time limit (python_timeout); output so far:\n"
+        + "x" * 50
+        + "\n[output cut at 50 characters (python_max_output)]"
+    )
+
+
 async def test_memory_bomb_hits_the_memory_limit():
     with pytest.raises(ToolError, match=r"exceeded the memory limit of 400 MiB \(python_memory_mb\)"):
         await run_python("blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))", LIMITS)
@@ -49,6 +60,11 @@ async def test_memory_bomb_hits_the_memory_limit():
             "network access is disabled",
         ),
         ("import socket\nsocket.getaddrinfo('example.com', 80)", "network access is disabled"),
+        ("import socket\nsocket.socket(socket.AF_INET6, socket.SOCK_DGRAM)", "network access is disabled"),
+        (
+            "import asyncio\nasyncio.run(asyncio.open_connection('127.0.0.1', 9))",
+            "network access is disabled",
+        ),
         ("import subprocess\nsubprocess.run(['echo', 'hi'])", "starting processes is disabled"),
         ("import os\nos.system('echo hi')", "starting processes is disabled"),
     ],
@@ -58,19 +74,33 @@ async def test_network_and_processes_are_refused(code, reason):
         await run_python(code, LIMITS)
 
 
-async def test_writing_outside_the_working_directory_is_refused(tmp_path):
-    target = tmp_path / "escape.txt"
-    with pytest.raises(ToolError, match="writing outside the working directory is not allowed"):
-        await run_python(f"open({str(target)!r}, 'w').write('x')", LIMITS)
-    assert not target.exists()
-    kept = tmp_path / "kept.txt"
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("open({target!r}, 'w').write('x')", "writing outside the working directory"),
+        ("open({kept!r}, 'a').write('x')", "writing outside the working directory"),
+        ("import os\nos.open({target!r}, os.O_WRONLY | os.O_CREAT)", "writing outside the working directory"),
+        ("import pathlib\npathlib.Path({target!r}).write_text('x')", "writing outside the working directory"),
+        ("import shutil\nshutil.copy('main.py', {target!r})", "writing outside the working directory"),
+        ("import os\nos.makedirs({target!r} + '/sub')", "changing files outside the working directory"),
+        ("import os\nos.remove({kept!r})", "changing files outside the working directory"),
+        ("import os\nos.rename({kept!r}, 'stolen.txt')", "changing files outside the working directory"),
+        (
+            "import os\nopen('new', 'w').write('x')\nos.replace('new', {kept!r})",
+            "changing files outside the working directory",
+        ),
+        (  # a link inside the directory pointing out of it is refused when it is made
+            "import os\nos.symlink({kept!r}, 'link')\nopen('link', 'w').write('x')",
+            "changing files outside the working directory",
+        ),
+    ],
+)
+async def test_writing_outside_the_working_directory_is_refused(tmp_path, code, reason):
+    target, kept = tmp_path / "escape.txt", tmp_path / "kept.txt"
     kept.write_text("precious")
-    for code in (
-        f"import os\nos.remove({str(kept)!r})",
-        f"import os\nos.rename({str(kept)!r}, 'stolen.txt')",
-    ):
-        with pytest.raises(ToolError, match="changing files outside the working directory is not allowed"):
-            await run_python(code, LIMITS)
+    with pytest.raises(ToolError, match=f"python sandbox: {reason} is not allowed: "):
+        await run_python(code.format(target=str(target), kept=str(kept)), LIMITS)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["kept.txt"]
     assert kept.read_text() == "precious"
 
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+CLOSED = -1
+"""The free room of an over-long item's bin: nothing joins it, not even an empty item (the caller truncates it)."""
+
 
 def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int]]:
     """Pack items into bins of ``capacity``; returns the item indices of each bin.
@@ -28,7 +31,7 @@ def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int
         length = lengths[index]
         if length > capacity:
             bins.append([index])
-            free.append(0)
+            free.append(CLOSED)
             continue
         target = next((b for b, room in enumerate(free) if room >= length), None)
         if target is None:

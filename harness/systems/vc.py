@@ -25,15 +25,16 @@ ROLES = (SOLVER, VERIFIER, CORRECTOR)
 SOLVER_ANSWER = "solver"
 """Name of the Solver's first answer in ``Episode.answers`` (stored as ``answer.solver``)."""
 
-_VERDICT_FIELD = re.compile(r"correctness", re.IGNORECASE)
+_VERDICT_FIELD = re.compile(r"\bcorrectness\b", re.IGNORECASE)
 _VERDICT_WORD = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.IGNORECASE)
 
 
 def parse_verdict(report: str) -> bool | None:
     """``True`` for Correct, ``False`` for Wrong, ``None`` when unparsable (which never counts as a pass).
 
-    The verdict is the last verdict word after the report's last "Correctness" field; whole words only, so
-    "Incorrect" and "not correct" are failures, never passes.
+    The verdict is the last verdict word after the report's last "Correctness" field (the whole word, so
+    "incorrectness" in the findings is no field); whole words only, so "Incorrect" and "not correct" are failures,
+    never passes.
     """
     fields = list(_VERDICT_FIELD.finditer(report))
     if not fields:

@@ -195,3 +195,15 @@ async def test_tokens_are_counted_with_the_chat_tokenizer(doubles):
     assert sys1.meta["truncated"] is True
     assert "[1] " + " ".join(["w"] * 19) in sys1.messages[-1]["content"]
     assert " ".join(["w"] * 20) not in sys1.messages[-1]["content"]
+
+
+async def test_a_budget_without_room_for_pages_is_a_clear_error_before_any_call(doubles):
+    chat = doubles.Chat({"system2": [], "system1": []})
+    with pytest.raises(ValueError, match="sys1_budget=10 tokens leaves no room"):
+        await mars.run(QUESTION, chat, doubles.toolbox({})[0], sys1_budget=10)
+    assert chat.calls == []
+
+
+def test_an_over_long_page_is_truncated_even_beside_an_empty_one():
+    packed = mars.pack_pages(["", "x" * 1000, "y" * 40], 100, CharEstimate())
+    assert packed == [([1], ["x" * 400], True), ([2, 0], ["y" * 40, ""], False)]

@@ -28,6 +28,7 @@ async def columns(doubles, episode, gold="42"):
         ("**Correctness:** maybe", None),
         ("Correctness was discussed. **Correctness:** Correct", True),
         ("**Correctness:** CORRECT", True),
+        ("**Correctness:** Wrong\n(the incorrectness is in step 2)", False),
     ],
 )
 def test_parse_verdict_is_strict(report, verdict):

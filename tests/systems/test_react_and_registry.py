@@ -22,6 +22,7 @@ async def test_react_hands_raw_tool_output_back_to_the_same_agent(doubles):
         == "<tool_response>\nPage text: the answer is 7.\n</tool_response>"
     )
     assert "- browse: fetch a web page" in episode.calls[0].messages[0]["content"]
+    assert (await doubles.score(episode, ["7"], "lexical"))["em"] == 1.0
 
 
 def test_every_prompt_names_its_source_and_loads():

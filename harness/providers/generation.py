@@ -99,6 +99,22 @@ def render_prompt(
     return list(encoded["input_ids"])
 
 
+PROBE_TOOL = "mara_probe_tool"
+
+
+def template_renders_tools(tokenizer: Any, **template_kwargs: Any) -> bool:
+    """Whether the tokenizer's chat template writes the ``tools`` it is given into the prompt."""
+    probe = {"type": "function", "function": {"name": PROBE_TOOL, "description": "", "parameters": {}}}
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}],
+        tools=[probe],
+        add_generation_prompt=True,
+        tokenize=False,
+        **template_kwargs,
+    )
+    return PROBE_TOOL in text
+
+
 def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
     """The end-of-sequence token ids of a model: its generation config's and its tokenizer's."""
     ids: set[int] = set()
@@ -253,10 +269,11 @@ def _choose_tokens(
 
 
 def _ends_with_stop(tokenizer: Any, response: list[int], stops: tuple[str, ...]) -> bool:
-    """Whether a stop string ends inside the newest token (only the tail is decoded: every token has a byte)."""
+    """Whether a stop string ends inside the newest token (only the tail is decoded: every token has a byte,
+    so a stop string of ``n`` UTF-8 bytes lies within the last ``n + 1`` tokens)."""
     if not stops:
         return False
-    tail = tokenizer.decode(response[-(max(len(s) for s in stops) + 2) :], skip_special_tokens=True)
+    tail = tokenizer.decode(response[-(max(len(s.encode()) for s in stops) + 2) :], skip_special_tokens=True)
     return any(stop in tail for stop in stops)
 
 

@@ -5,23 +5,27 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 concurrent requests into batches (``harness.providers.batching``) generated with per-request sampling settings
 (``harness.providers.generation``). ``auto`` takes vLLM when it is installed and a CUDA GPU is present.
 
-``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device``,
-``max_model_len``, ``tensor_parallel_size`` (vLLM), ``seed`` (torch's global seed), ``batch_size``,
-``batch_wait_ms``, ``merge`` (merge a LoRA adapter into its base; default true), ``base`` (an adapter's base
-model), ``tokenizer`` (a tokenizer directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to
-the chat template), ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put
-``prompt_ids``, ``response_ids`` and ``logprobs`` in every output's metadata: the
-``Reply`` field names, which ``harness.systems`` reads).
+``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
+``cuda:N``; for vLLM ``cuda:N`` or a GPU list ``0,1``), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
+``seed`` (torch's global seed; vLLM's ``--seed``), ``batch_size``, ``batch_wait_ms``, ``merge`` (merge a LoRA
+adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
+directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
+``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
+``response_ids`` and ``logprobs`` in every output's metadata: the ``Reply`` field names, which
+``harness.systems`` reads; transformers backend only).
 
-Replies keep ``<think>`` blocks in their text. Per-call settings honoured: ``max_tokens``, ``temperature``,
-``top_p``, ``top_k``, ``stop_seqs``, ``seed``, ``logprobs``/``top_logprobs``; unset ones default to the model's
-generation config. Stop reasons: ``stop``, ``max_tokens``, ``tool_calls``, and ``model_length`` when the context
-window ended the reply or the prompt does not fit it (the output then carries the error in its metadata).
+Replies keep ``<think>`` blocks in their text (systems strip them where they need to). Tools are rendered by the
+model's chat template; a template that ignores tools is an error rather than a prompt without them. Per-call
+settings honoured: ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``stop_seqs``, ``seed``,
+``logprobs``/``top_logprobs``; unset ones default to the model's generation config. Stop reasons: ``stop``,
+``max_tokens``, ``tool_calls``, and ``model_length`` when the context window ended the reply or the prompt does
+not fit it (the output then carries the error in its metadata).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 from dataclasses import dataclass, fields
 from typing import Any
@@ -41,12 +45,20 @@ from inspect_ai.model import (
     TopLogprob,
 )
 from inspect_ai.model._providers.util import HFHandler
+from inspect_ai.model._providers.vllm import VLLMAPI
 from inspect_ai.model._reasoning import emulate_reasoning_history
 from inspect_ai.tool import ToolChoice, ToolInfo
 from inspect_ai.util._json import JSON_SCHEMA_EXTENDED_FIELDS, json_schema_dump
 
 from harness.providers.batching import RequestBatcher
-from harness.providers.generation import Completion, Sampling, context_length, generate
+from harness.providers.generation import (
+    Completion,
+    Sampling,
+    context_length,
+    generate,
+    render_prompt,
+    template_renders_tools,
+)
 from harness.providers.loading import LoadedModel, default_device, load_checkpoint
 from harness.providers.resolve import ResolvedCheckpoint, resolve_checkpoint
 
@@ -107,13 +119,14 @@ def open_local_model(
         chat_template=options.chat_template,
         allow_download=options.allow_download,
     )
-    if options.seed is not None:
-        torch.manual_seed(options.seed)
     if choose_backend(options.backend) == "vllm":
-        return _vllm_model(checkpoint, options, config)
+        return _vllm_model(model_name, checkpoint, options, config)
     if (options.tensor_parallel_size or 1) > 1:
         raise ValueError("local/: -M tensor_parallel_size > 1 needs the vLLM backend (vllm and CUDA GPUs)")
-    return TransformersModelAPI(model_name, checkpoint, options, config)
+    api = TransformersModelAPI(model_name, checkpoint, options, config)
+    if options.seed is not None:  # after loading, so that loading cannot shift the draws
+        torch.manual_seed(options.seed)
+    return api
 
 
 def choose_backend(requested: str) -> str:
@@ -126,32 +139,63 @@ def choose_backend(requested: str) -> str:
     return requested
 
 
-def _vllm_model(checkpoint: ResolvedCheckpoint, options: LocalOptions, config: GenerateConfig) -> ModelAPI:
-    from inspect_ai.model._providers.vllm import VLLMAPI
-
+def _vllm_model(
+    model_name: str, checkpoint: ResolvedCheckpoint, options: LocalOptions, config: GenerateConfig
+) -> ModelAPI:
     if options.return_token_ids:
         raise ValueError(
             "local/: -M return_token_ids=true needs -M backend=hf (the vLLM server returns text)"
         )
-    server_args: dict[str, Any] = {
-        name: value
-        for name, value in (
-            ("dtype", None if options.dtype == "auto" else options.dtype),
-            ("max_model_len", options.max_model_len),
-            ("tensor_parallel_size", options.tensor_parallel_size),
-            ("seed", options.seed),
-            ("chat_template", checkpoint.chat_template),
-            (
-                "tokenizer",
-                None
-                if checkpoint.tokenizer in (checkpoint.model, checkpoint.adapter)
-                else checkpoint.tokenizer,
-            ),
-        )
-        if value is not None
+    served = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
+    return LocalVLLMAPI(model_name, served, config=config, **vllm_server_args(checkpoint, options))
+
+
+def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> dict[str, Any]:
+    """The ``vllm serve`` arguments for the ``-M`` options (Inspect turns ``a_b=v`` into ``--a-b v``)."""
+    thinking = (
+        None if options.enable_thinking is None else json.dumps({"enable_thinking": options.enable_thinking})
+    )
+    own_tokenizer = checkpoint.tokenizer in (checkpoint.model, checkpoint.adapter)
+    candidates = {
+        "dtype": None if options.dtype == "auto" else options.dtype,
+        "device": _cuda_devices(options.device),
+        "max_model_len": options.max_model_len,
+        "tensor_parallel_size": options.tensor_parallel_size,
+        "seed": options.seed,
+        "chat_template": checkpoint.chat_template,
+        "tokenizer": None if own_tokenizer else checkpoint.tokenizer,
+        "default_chat_template_kwargs": thinking,
     }
-    name = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
-    return VLLMAPI(model_name=name, config=config, **server_args)
+    return {name: value for name, value in candidates.items() if value is not None}
+
+
+def _cuda_devices(device: str | None) -> str | None:
+    """``cuda:1`` / ``1`` / ``0,1`` as the GPU list vLLM is started on (``CUDA_VISIBLE_DEVICES``)."""
+    if device is None or device == "cuda":
+        return None
+    devices = device.removeprefix("cuda:")
+    if not all(part.strip().isdigit() for part in devices.split(",")):
+        raise ValueError(
+            f"local/: -M device={device} is not a CUDA device for the vLLM backend; "
+            "give cuda:N or a GPU list like 0,1 (or -M backend=hf for the CPU)"
+        )
+    return devices
+
+
+class LocalVLLMAPI(VLLMAPI):
+    """Inspect's own vLLM provider (server, LoRA, retries), reporting the ``local/`` name the user gave.
+
+    Inspect's provider renames itself to the served base model once its server starts; logs and usage then
+    name ``local/<model_name>`` throughout, as on the transformers backend.
+    """
+
+    def __init__(self, model_name: str, served: str, **kwargs: Any):
+        super().__init__(model_name=served, **kwargs)
+        self.local_name = self.model_name = model_name
+
+    def _resolve_server(self) -> None:
+        super()._resolve_server()
+        self.model_name = self.local_name
 
 
 _loaded: dict[tuple, tuple[LoadedModel, RequestBatcher]] = {}
@@ -186,6 +230,10 @@ class TransformersModelAPI(ModelAPI):
             _loaded[key] = (loaded, batcher)
         self.loaded, self.batcher = _loaded[key]
         self.context = options.max_model_len or context_length(self.loaded.model)
+        self.template_args = (
+            {} if options.enable_thinking is None else {"enable_thinking": options.enable_thinking}
+        )
+        self.renders_tools = template_renders_tools(self.loaded.tokenizer, **self.template_args)
 
     def max_tokens(self) -> int | None:
         return DEFAULT_MAX_TOKENS
@@ -210,19 +258,20 @@ class TransformersModelAPI(ModelAPI):
 
     def render(self, messages: list[ChatMessage], tools: list[ToolInfo]) -> list[int]:
         """Token ids of the chat-templated prompt (tools rendered by the template)."""
-        tokenizer = self.loaded.tokenizer
-        template_args = (
-            {} if self.options.enable_thinking is None else {"enable_thinking": self.options.enable_thinking}
-        )
-        encoded = tokenizer.apply_chat_template(
+        if tools and not self.renders_tools:
+            checkpoint = self.loaded.checkpoint
+            template = checkpoint.chat_template or f"of {checkpoint.tokenizer}"
+            raise ValueError(
+                f"local/{self.model_name}: the chat template {template} does not render tools, so the model "
+                "would never see them; pass a tool-aware template with "
+                "-M chat_template=FILE (or chat_template: in checkpoints.yaml), or use a system without tools"
+            )
+        return render_prompt(
+            self.loaded.tokenizer,
             [_template_message(m) for m in emulate_reasoning_history(messages)],
-            tools=[_template_tool(t) for t in tools] or None,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-            **template_args,
+            tools=[_template_tool(t) for t in tools],
+            **self.template_args,
         )
-        return list(encoded["input_ids"])
 
     def sampling(self, config: GenerateConfig) -> Sampling:
         """Per-call settings, unset ones taken from the model's generation config."""
@@ -298,7 +347,7 @@ def _batch_runner(loaded: LoadedModel, context: int):
     """The blocking batch function: requests are ``(prompt_ids, sampling, top_logprobs)``."""
 
     def run_batch(requests: list[tuple[list[int], Sampling, int]]) -> list[Completion]:
-        return generate(
+        completions = generate(
             loaded.model,
             loaded.tokenizer,
             [prompt for prompt, _, _ in requests],
@@ -306,6 +355,10 @@ def _batch_runner(loaded: LoadedModel, context: int):
             max_model_len=context,
             top_logprobs=max(top for _, _, top in requests),
         )
+        for completion, (_, _, top) in zip(completions, requests, strict=True):  # each request's own count
+            if completion.top_logprobs is not None:
+                completion.top_logprobs = [best[:top] for best in completion.top_logprobs] if top else None
+        return completions
 
     return run_batch
 

@@ -62,6 +62,45 @@ async def test_concurrent_calls_are_batched_and_match_unbatched_greedy(tiny_qwen
         assert output.usage.total_tokens == len(prompt) + 12
 
 
+async def test_requests_sharing_a_batch_keep_their_own_settings(tiny_qwen, qwen_pair):
+    core_model, tokenizer = qwen_pair
+    prompts = {q: render_prompt(tokenizer, [{"role": "user", "content": q}]) for q in QUESTIONS[:4]}
+
+    def alone(question: str, sampling: Sampling, top: int = 0) -> Completion:
+        return generate(core_model, tokenizer, [prompts[question]], sampling, top_logprobs=top)[0]
+
+    free = alone(QUESTIONS[1], Sampling(max_tokens=12, temperature=0)).text
+    stop = free[2:5]  # its first occurrence is where the stopped text must end
+    model = local_model(tiny_qwen, batch_size=4, batch_wait_ms=500)
+    configs = [
+        GenerateConfig(max_tokens=5, temperature=0),
+        GenerateConfig(max_tokens=12, temperature=0, stop_seqs=[stop]),
+        GenerateConfig(max_tokens=8, temperature=1.0, seed=3, logprobs=True, top_logprobs=1),
+        GenerateConfig(max_tokens=8, temperature=0, logprobs=True, top_logprobs=4),
+    ]
+    short, stopped, seeded, greedy = await asyncio.gather(
+        *(model.generate(user(q), config=c) for q, c in zip(QUESTIONS, configs, strict=False))
+    )
+    assert model.api.batcher.batch_sizes[-1] == 4  # all four ran in one batch
+    assert (short.completion, short.stop_reason, short.usage.output_tokens) == (
+        alone(QUESTIONS[0], Sampling(max_tokens=5, temperature=0)).text,
+        "max_tokens",
+        5,
+    )
+    assert (stopped.completion, stopped.stop_reason) == (free[: free.find(stop)], "stop")
+    expected = alone(QUESTIONS[2], Sampling(max_tokens=8, temperature=1.0, seed=3))
+    assert (seeded.completion, seeded.usage.output_tokens) == (expected.text, len(expected.response_ids))
+    assert [len(e.top_logprobs) for e in seeded.choices[0].logprobs.content] == [1] * 8
+    best = alone(QUESTIONS[3], Sampling(max_tokens=8, temperature=0), top=4).top_logprobs
+    entries = greedy.choices[0].logprobs.content
+    assert [[t.token for t in e.top_logprobs] for e in entries] == [
+        [tokenizer.decode([i]) for i, _ in row] for row in best
+    ]
+    assert [t.logprob for e in entries for t in e.top_logprobs] == pytest.approx(
+        [lp for row in best for _, lp in row], abs=1e-5
+    )
+
+
 async def test_token_ids_and_logprobs_on_every_reply(tiny_qwen, qwen_pair):
     model = local_model(tiny_qwen, return_token_ids=True)
     output = await model.generate(
@@ -148,6 +187,45 @@ def test_tools_and_thinking_history_are_rendered_by_the_chat_template(tiny_qwen,
     assert "<think>\nlook it up\n</think>" in text
     assert '<tool_call>\n{"name": "search", "arguments": {"query": "France capital"}}\n</tool_call>' in text
     assert "<tool_response>\nParis\n</tool_response>" in text
+
+
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "<|im_start|>assistant\n{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+    "{% endif %}"
+)
+
+
+async def test_enable_thinking_reaches_the_template_and_a_template_without_tools_is_a_clear_error(
+    tiny_qwen, tmp_path
+):
+    template = tmp_path / "thinking.jinja"
+    template.write_text(THINKING_TEMPLATE)
+    off = local_model(tiny_qwen, chat_template=str(template), enable_thinking=False).api
+    on = local_model(tiny_qwen, chat_template=str(template), enable_thinking=True).api
+    decode = off.loaded.tokenizer.decode
+    assert (
+        decode(off.render(user("hi"), []))
+        == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
+    assert decode(on.render(user("hi"), [])) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    model = local_model(tiny_qwen, chat_template=str(template))
+    with pytest.raises(ValueError, match=r"thinking.jinja does not render tools.*-M chat_template=FILE"):
+        await model.generate(user("hi"), tools=[SEARCH], config=GenerateConfig(max_tokens=2))
+    assert local_model(tiny_qwen).api.renders_tools  # the tiny model's own template lists tools
+
+
+async def test_seed_and_dtype_options(tiny_qwen):
+    config = GenerateConfig(max_tokens=10, temperature=1.0)  # sampled, no per-call seed: torch's global one
+
+    async def sample(seed: int) -> str:
+        return (await local_model(tiny_qwen, seed=seed).generate(user("hi"), config=config)).completion
+
+    first, again, other = await sample(5), await sample(5), await sample(6)
+    assert first == again != other
+    assert local_model(tiny_qwen, dtype="bfloat16").api.loaded.model.dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="unknown dtype 'fp8'; use one of auto, float32, float16, bfloat16"):
+        local_model(tiny_qwen, dtype="fp8")
 
 
 def test_a_tool_call_in_the_reply_is_parsed_and_think_is_kept(tiny_qwen):

@@ -192,12 +192,18 @@ def _cross_solver(store: HistoryStore, runs: list[Run], spec: CrossSolver, asset
 
 
 def _alone_value(store: HistoryStore, run: Run, alone_score: str) -> float | None:
-    """The solver-alone result stored in the system's run: its metric for ``alone_score``, else the sample mean."""
+    """The solver-alone result stored in the system's run, under the judges' name for a named answer,
+    ``<headline judge>_<alone_score>`` (``math_solver``), or a score named ``alone_score`` itself: its headline
+    metric, else the sample mean."""
+    names = [f"{run.headline_score}_{alone_score}", alone_score]
     for metric in store.metrics(run.id):
-        if metric.score == alone_score and metric.metric == run.headline_metric:
+        if metric.score in names and metric.metric == run.headline_metric:
             return metric.value
-    values = [value for value, _answer in store.sample_scores(run.id, alone_score).values()]
-    return sum(values) / len(values) if values else None
+    for name in names:
+        values = [value for value, _answer in store.sample_scores(run.id, name).values()]
+        if values:
+            return sum(values) / len(values)
+    return None
 
 
 def _series_label(run: Run) -> str:

@@ -91,6 +91,8 @@ class CrossSolver:
     tasks: tuple[str, ...]
     system: str = "vc"
     alone_score: str = "solver"
+    """The named answer scored as *solver alone* in the system's own run (the judges record it as
+    ``<judge>_<alone_score>``, e.g. ``math_solver``)."""
 
 
 @dataclass(frozen=True)

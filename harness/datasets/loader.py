@@ -2,8 +2,9 @@
 
 Order: ``data=`` (a file or a folder) → ``MARA_DATA_DIR`` when it holds the benchmark → Hugging Face at the pinned
 revision → the bundled samples, only when asked for with ``data="samples"``. Rows are filtered by the benchmark's
-rules (text-only; the benchmark's rows of a mixed file), then by ``ids`` and ``limit``; nothing is dropped silently:
-the provenance records the source, its revision or file sha256, the row counts, and a sha256 of the id list.
+rules (text-only; its published subset, GAIA-text 103, in any source holding it; the benchmark's rows of a mixed
+file), then by ``ids`` and ``limit``; nothing is dropped silently: the provenance records the source, its revision
+or file sha256, the subset picked, the row counts, and a sha256 of the id list.
 """
 
 from __future__ import annotations
@@ -151,22 +152,15 @@ def load_benchmark(
     spec = get_benchmark(benchmark)
     wanted = parse_ids(ids)
     location = _local_location(spec, data)
-    filters = [spec.row_filter] if spec.row_filter else []
     if location is not None:
-        origin = str(location)
+        origin, rows = str(location), read_rows(location)
         source: dict[str, Any] = {"source": "local", "path": origin, "sha256": file_sha256(location)}
-        samples, rows_read = _samples_from_rows(
-            read_rows(location), spec=spec, origin=origin, filters=filters
-        )
     elif data == SAMPLES:
         path = bundled_samples_path(spec.name)
-        origin = f"bundled samples {path.name}"
+        origin, rows = f"bundled samples {path.name}", read_rows(path)
         source = {"source": "samples", "path": str(path), "sha256": file_sha256(path)}
-        samples, rows_read = _samples_from_rows(read_rows(path), spec=spec, origin=origin, filters=filters)
     else:
-        origin = f"{spec.hf_path} ({spec.hf_config or 'default'}/{spec.split})"
-        hub_filters = [*filters, spec.hub_filter] if spec.hub_filter else filters
-        samples, rows_read = _samples_from_rows(hub_rows(spec), spec=spec, origin=origin, filters=hub_filters)
+        origin, rows = f"{spec.hf_path} ({spec.hf_config or 'default'}/{spec.split})", hub_rows(spec)
         source = {
             "source": "huggingface",
             "hf_path": spec.hf_path,
@@ -174,11 +168,17 @@ def load_benchmark(
             "split": spec.split,
             "revision": resolved_revision(spec),
         }
+    subset = (
+        spec.subset if spec.subset and any(isinstance(r, Mapping) and spec.subset(r) for r in rows) else None
+    )
+    filters = [keep for keep in (spec.row_filter, subset) if keep is not None]
+    samples, rows_read = _samples_from_rows(rows, spec=spec, origin=origin, filters=filters)
     selected = _select(samples, wanted, limit, origin)
     provenance = {
         "benchmark": spec.name,
         **source,
         "rows_read": rows_read,
+        "subset": subset.__name__ if subset else None,
         "rows_in_benchmark": len(samples),
         "row_count": len(selected),
         "ids_requested": wanted,

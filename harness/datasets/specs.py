@@ -56,8 +56,9 @@ class BenchmarkSpec:
     gated: bool = False
     row_filter: RowFilter | None = None
     """Applied to every source (the text-only rule)."""
-    hub_filter: RowFilter | None = None
-    """Applied only to rows read from Hugging Face (picking a published subset out of the full split)."""
+    subset: RowFilter | None = None
+    """Picks the published subset out of a source that holds it (the full GAIA validation split, from the hub or
+    a local copy); a source holding none of the subset's rows (the synthetic samples) is read whole."""
     source_names: tuple[str, ...] = field(default=())
     """This benchmark's name(s) in files mixing several benchmarks (verl ``data_source``)."""
     instruction: str | None = None
@@ -138,7 +139,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             instruction="direct_gaia",
             local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
             row_filter=text_only("file_name"),
-            hub_filter=in_gaia_text_103,
+            subset=in_gaia_text_103,
         ),
         # callanwu/WebWalkerQA and google/frames-benchmark: no commit sha found; recorded at load time.
         BenchmarkSpec(

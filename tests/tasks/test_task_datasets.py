@@ -157,6 +157,20 @@ def test_bundled_samples_are_small_and_gaia_samples_are_synthetic():
     assert all("synthetic" in str(sample.id) for sample in gaia)
 
 
+def test_a_local_copy_of_the_full_gaia_split_is_cut_to_the_text_103(tmp_path):
+    """The official metadata file (all 165 validation rows) gives the 103 GAIA-text questions, not every text row."""
+    in_103, other = sorted(_gaia_text_ids())[:2], "0000-text-only-but-not-in-the-103"
+    rows = [
+        {"task_id": task_id, "Question": "Q", "Final answer": "1", "Level": 1, "file_name": ""}
+        for task_id in (in_103[0], other, in_103[1])
+    ]
+    loaded = load_benchmark(
+        "gaia", data=str(write_jsonl(tmp_path / "2023" / "validation" / "metadata.jsonl", rows))
+    )
+    assert [s.id for s in loaded.dataset] == in_103
+    assert (loaded.provenance["subset"], loaded.provenance["rows_read"]) == ("in_gaia_text_103", 3)
+
+
 def test_hub_rows_are_filtered_to_the_published_subset_and_record_the_pinned_revision(monkeypatch):
     """GAIA from the hub: only the 103 GAIA-text ids, text-only; provenance names the pinned commit."""
     text_103 = sorted(_gaia_text_ids())
@@ -177,6 +191,7 @@ def test_hub_rows_are_filtered_to_the_published_subset_and_record_the_pinned_rev
         "split": "validation",
         "revision": BENCHMARKS["gaia"].revision,
         "rows_read": 3,
+        "subset": "in_gaia_text_103",
         "rows_in_benchmark": 2,
         "row_count": 2,
         "ids_requested": None,

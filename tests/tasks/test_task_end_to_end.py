@@ -190,6 +190,7 @@ def test_the_log_records_dataset_protocol_and_judge(tmp_path):
         "path": None,
         "sha256": hashlib.sha256(bundled_samples_path("aime2025").read_bytes()).hexdigest(),
         "rows_read": 5,
+        "subset": None,
         "rows_in_benchmark": 5,
         "row_count": 2,
         "ids_requested": ["3", "1"],

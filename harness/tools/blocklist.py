@@ -49,6 +49,8 @@ def _split(target: str) -> tuple[str, str]:
 
 
 class Blocklist:
+    """Compiled blocklist patterns; ``blocks(url)`` says whether a URL falls under one of them."""
+
     def __init__(self, patterns: Iterable[str] = DEFAULT_BLOCKLIST):
         self.patterns = tuple(pattern for pattern in patterns if pattern.strip())
         self._rules = [_split(pattern) for pattern in self.patterns]

@@ -335,6 +335,14 @@ async def test_unreachable_host_is_a_tool_error(web):
         await box.call("browse", url=f"{web.url}/gone")
 
 
+async def test_api_keys_are_read_from_the_process_environment(web, monkeypatch):
+    monkeypatch.setenv("SERPER_API_KEY", "from-the-environment")
+    web.route("/serper", web.reply(body={"organic": organic("https://a.example/")}))
+    box = build_toolbox(["search"], search_backend="serper", serper_url=f"{web.url}/serper", http_backoff=0)
+    await box.call("search", query="q")
+    assert web.requests[0].headers["X-API-KEY"] == "from-the-environment"
+
+
 def test_missing_api_keys_fail_at_build_time_naming_the_variable(web):
     with pytest.raises(
         ToolConfigError, match="search_backend=serper needs SERPER_API_KEY.*-T search_backend="

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -69,8 +70,8 @@ def trained_run(tiny_qwen, tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("train")
     recipe = home / "recipe.yaml"
     recipe.write_text(
-        f"model: {{path: {tiny_qwen}}}\ntask: {{args: {{n_prompts: 4}}}}\n"
-        "rollout: {prompts_per_step: 2, group_size: 2, max_tokens: 4}\nsteps: 2\nsave_every: 1\n"
+        f"model: {{path: {tiny_qwen}}}\ntask: {{args: {{n_prompts: 8}}}}\n"
+        "rollout: {prompts_per_step: 4, group_size: 8, max_tokens: 8}\nsteps: 2\nsave_every: 1\n"
     )
     assert train_main([str(recipe), "--out", str(home / "run")]) == 0
     return home / "run"
@@ -118,6 +119,27 @@ def test_lora_applied_and_merged_give_the_same_logits(tiny_qwen, adapter):
     assert not isinstance(merged.model, PeftModel)
     torch.testing.assert_close(merged_logits, applied_logits, atol=1e-5, rtol=1e-4)
     assert (merged_logits - base_logits).abs().max() > 1e-3  # the adapter really changes the model
+
+
+def test_an_adapter_without_a_recorded_base_takes_one_from_the_option_or_the_registry(
+    tiny_qwen, adapter, tmp_path, monkeypatch
+):
+    orphan = shutil.copytree(adapter, tmp_path / "orphan")
+    config = json.loads((orphan / "adapter_config.json").read_text())
+    (orphan / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": None}))
+    with pytest.raises(CheckpointError, match="orphan names no base model: pass -M base=MODEL"):
+        resolve_checkpoint(str(orphan))
+    assert resolve_checkpoint(str(orphan), base=str(tiny_qwen)).model == str(tiny_qwen)
+    registry = write_registry(tmp_path / "reg.yaml", f"orphan:\n  adapter: {orphan}\n  base: {tiny_qwen}\n")
+    monkeypatch.setenv("MARA_CHECKPOINTS", str(registry))
+    assert (resolve_checkpoint("orphan").model, resolve_checkpoint("orphan").adapter) == (
+        str(tiny_qwen),
+        str(orphan),
+    )
+    with pytest.raises(
+        CheckpointError, match="the base .*lora.* of LoRA adapter .*orphan is itself an adapter"
+    ):
+        resolve_checkpoint(str(orphan), base=str(adapter))
 
 
 def test_an_incompatible_adapter_is_a_clear_error(tiny_qwen, tmp_path):

@@ -165,3 +165,13 @@ def test_mismatched_settings_count_is_an_error(qwen_pair, prompts):
     model, tokenizer = qwen_pair
     with pytest.raises(ValueError, match="got 4 prompts but 2 sampling settings"):
         generate(model, tokenizer, prompts, [GREEDY, GREEDY])
+
+
+def test_a_multibyte_stop_string_split_over_byte_tokens_is_found(qwen_pair):
+    from harness.providers.generation import _ends_with_stop
+
+    _, tokenizer = qwen_pair
+    response = tokenizer("a 日本語")["input_ids"]
+    assert len(response) == 11  # each of the 9 UTF-8 bytes of 日本語 is its own token
+    assert _ends_with_stop(tokenizer, response, ("日本語",))
+    assert not _ends_with_stop(tokenizer, response[:-1], ("日本語",))

@@ -17,7 +17,6 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.model import Model, get_model, model_roles
 
 from harness.datasets import get_benchmark, load_benchmark
-from harness.prompts import load_prompt
 from harness.protocols import Protocol, get_protocol
 from harness.systems import get_system, system_solver
 from judges import registry as judges
@@ -58,15 +57,10 @@ def _grader_name(task_roles: dict[str, Model] | None) -> str | None:
     return str(bound) if bound is not None else None
 
 
-def _system_options(
-    system: str, protocol: Protocol, instruction: str | None, options: dict[str, Any]
-) -> dict[str, Any]:
-    """The benchmark's answer-format instruction and the protocol's system settings the system accepts,
-    overridden by the user's own ``-T`` system options."""
+def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
     accepted = set(get_system(system).options())
     settings = {key: value for key, value in protocol.system_settings.items() if key in accepted}
-    if instruction is not None and "system_prompt" in accepted:
-        settings["system_prompt"] = load_prompt(instruction)
     return {**settings, **options}
 
 
@@ -87,7 +81,7 @@ def benchmark_task(
     spec = get_benchmark(benchmark)
     chosen = get_protocol(protocol).with_overrides(epochs=epochs, reducers=reducers)
     judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, judge)
-    effective_options = _system_options(system, chosen, spec.instruction, system_options)
+    effective_options = _system_options(system, chosen, system_options)
     solver = system_solver(system, **effective_options)
     scorers = [judges.get_judge(judge_name, **judge_options)] + [
         judges.get_judge(judge_name, **{**judge_options, "answer": answer})

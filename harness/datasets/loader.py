@@ -22,7 +22,8 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from harness.datasets.files import file_sha256, find_benchmark_file, read_rows
 from harness.datasets.formats import MalformedRowError, detect_format, record_to_sample, row_source
 from harness.datasets.hub import hub_rows, resolved_revision
-from harness.datasets.specs import BenchmarkSpec, RowFilter, get_benchmark
+from harness.datasets.specs import INSTRUCTION_KEY, BenchmarkSpec, RowFilter, get_benchmark
+from harness.prompts import load_prompt
 
 SAMPLES = "samples"
 """``data="samples"``: the small bundled sample file of the benchmark."""
@@ -62,6 +63,15 @@ def parse_ids(ids: str | int | Sequence[str | int] | None) -> list[str] | None:
     return wanted
 
 
+def _add_instruction(sample: Sample, spec: BenchmarkSpec) -> None:
+    """Record the benchmark's answer-format instruction for this sample (single-agent systems use it)."""
+    if spec.instruction is None:
+        return
+    metadata = sample.metadata if sample.metadata is not None else {}
+    name = spec.instruction if isinstance(spec.instruction, str) else spec.instruction(metadata)
+    sample.metadata = {**metadata, INSTRUCTION_KEY: load_prompt(name)}
+
+
 def _samples_from_rows(
     rows: list[Any], *, spec: BenchmarkSpec, origin: str, filters: Sequence[RowFilter]
 ) -> tuple[list[Sample], int]:
@@ -87,6 +97,7 @@ def _samples_from_rows(
         if not all(keep(row) for keep in filters):
             continue
         sample = record_to_sample(row, row_format, origin=origin, row_number=row_number, benchmark=spec.name)
+        _add_instruction(sample, spec)
         sample_id = str(sample.id)
         if sample_id in first_row_of_id:
             raise MalformedRowError(

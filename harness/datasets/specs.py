@@ -15,6 +15,9 @@ from typing import Any
 
 RowFilter = Callable[[Mapping[str, Any]], bool]
 
+INSTRUCTION_KEY = "instruction"
+"""Sample metadata key of the benchmark's answer-format instruction (the ``system_prompt`` of single-agent systems)."""
+
 
 def _is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
@@ -41,6 +44,11 @@ def in_gaia_text_103(row: Mapping[str, Any]) -> bool:
     return str(row.get("task_id")) in _gaia_text_ids()
 
 
+def hle_instruction(metadata: Mapping[str, Any]) -> str:
+    """HLE's official response format: its multiple-choice variant for multiple-choice questions."""
+    return "direct_hle_mc" if metadata.get("answer_type") == "multipleChoice" else "direct_hle"
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """Everything the loader needs to know about one benchmark."""
@@ -61,8 +69,9 @@ class BenchmarkSpec:
     a local copy); a source holding none of the subset's rows (the synthetic samples) is read whole."""
     source_names: tuple[str, ...] = field(default=())
     """This benchmark's name(s) in files mixing several benchmarks (verl ``data_source``)."""
-    instruction: str | None = None
-    """The benchmark's official answer-format instruction (a ``harness/prompts`` name) for single-agent systems."""
+    instruction: str | Callable[[Mapping[str, Any]], str] | None = None
+    """The benchmark's official answer-format instruction for single-agent systems: a ``harness/prompts`` name, or
+    a function of a sample's metadata returning one (HLE's differs for multiple-choice questions)."""
 
     @property
     def hf_url(self) -> str:
@@ -98,7 +107,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             revision="5a81a4c7271a2a2a312b9a690f0c2fde837e4c29",
             gated=True,
             judge="hle",
-            instruction="direct_hle",
+            instruction=hle_instruction,
             local_files=("hle/hle_text_500_webthinker.json",),
             row_filter=text_only("image"),
         ),

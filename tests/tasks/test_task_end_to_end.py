@@ -243,18 +243,40 @@ def test_protocol_settings_reach_only_systems_that_take_them(load_task):
     vc = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="vc", accept_after=2)
     assert vc.metadata["system_options"] == {"max_iterations": 10, "accept_after": 2}
     direct = load_task("aime.py", "aime2025", data="samples", protocol="marsrl", system="direct")
-    assert direct.metadata["system_options"] == {"system_prompt": load_prompt("direct_math")}
+    assert direct.metadata["system_options"] == {}
 
 
-def test_single_agent_systems_get_the_benchmark_instruction_unless_overridden(load_task):
-    hle = load_task("hle.py", "hle", data="samples", system="direct", judge="math")
-    assert hle.metadata["system_options"]["system_prompt"].startswith(
-        "Your response should be in the following"
+def _system_prompts(task, **eval_args) -> dict[str, str | None]:
+    """Sample id → the system message the ``solver`` call received, from a real eval of ``task``."""
+    (log,) = eval(
+        task, model=scripted_model(lambda messages, config: "\\boxed{1}"), display="none", **eval_args
     )
-    own = load_task("qa.py", "nq", data="samples", system="direct", system_prompt="Be brief.")
-    assert own.metadata["system_options"] == {"system_prompt": "Be brief."}
-    frames = load_task("frames.py", "frames", data="samples", system="direct", judge="lexical")
-    assert frames.metadata["system_options"] == {}
+    assert log.status == "success", log.error
+    prompts = {}
+    for sample in log.samples:
+        messages = sample.store["episode"]["calls"][0]["messages"]
+        prompts[sample.id] = messages[0]["content"] if messages[0]["role"] == "system" else None
+    return prompts
+
+
+def test_single_agent_systems_get_each_samples_official_instruction_unless_overridden(load_task):
+    hle = benchmark_task("hle", data="samples", system="direct", judge="math")
+    answer_types = {sample.id: sample.metadata["answer_type"] for sample in hle.dataset}
+    assert set(answer_types.values()) == {"exactMatch", "multipleChoice"}
+    expected = {
+        "exactMatch": load_prompt("direct_hle"),  # "Exact Answer: {your succinct, final answer}"
+        "multipleChoice": load_prompt("direct_hle_mc"),  # "Answer: {your chosen answer}"
+    }
+    assert _system_prompts(hle) == {sid: expected[kind] for sid, kind in answer_types.items()}
+    math = benchmark_task("aime2025", data="samples", limit=2, system="direct")
+    assert set(_system_prompts(math).values()) == {load_prompt("direct_math")}
+    own = benchmark_task("nq", data="samples", limit=2, system="direct", system_prompt="Be brief.")
+    assert set(_system_prompts(own).values()) == {"Be brief."}
+    frames = benchmark_task("frames", data="samples", limit=2, system="direct", judge="lexical")
+    assert set(_system_prompts(frames).values()) == {None}
+
+
+def test_mask_protocol_uses_the_mask_lexical_variant(load_task):
     mask = load_task("qa.py", "nq", data="samples", protocol="mask")
     assert (mask.metadata["judge"], mask.metadata["judge_options"]) == ("lexical", {"variant": "mask"})
 

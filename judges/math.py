@@ -2,7 +2,8 @@
 
 Extraction looks, in this order, for the last balanced ``\\boxed{...}`` (nested braces allowed, also ``\\boxed 5``),
 the last ``<answer>...</answer>`` tag, the last ``ANSWER:`` / ``FINAL ANSWER:`` line, and the last "final answer is"
-phrase. Comparison uses math-verify, except that integer answers (AIME, BeyondAIME up to 8 digits) are compared as
+phrase; a response that is nothing but one bare answer (``42``, ``$\frac{1}{2}$``: no white space, e.g. what an agent
+system stored from its own ``<answer>`` tag) is its own answer. Comparison uses math-verify, except that integer answers (AIME, BeyondAIME up to 8 digits) are compared as
 exact integers: ``025`` = 25, ``336^\\circ`` = 336, ``1,000`` = 1000, and no float tolerance can equate 12345678
 with 12345679.
 """
@@ -23,6 +24,7 @@ _FINAL_ANSWER_IS = re.compile(r"final answer is[:\s]*(.+?)\s*$", re.IGNORECASE |
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+$")
 _INTEGER = re.compile(r"^[+-]?\d+$")
+_BARE_ANSWER = re.compile(r"^\$?[^\s$]+\$?\.?$")
 
 
 def _boxed_contents(text: str) -> list[str]:
@@ -62,7 +64,8 @@ def extract_answer(text: str | None) -> str | None:
         matches = pattern.findall(text)
         if matches and _clean(matches[-1]):
             return _clean(matches[-1])
-    return None
+    bare = text.strip()
+    return _clean(bare) if _BARE_ANSWER.match(bare) and _clean(bare) else None
 
 
 def as_integer(answer: str) -> int | None:

@@ -21,6 +21,10 @@ from judges.math import as_integer, extract_answer, is_equivalent
         ("Therefore the final answer is 12.", "12"),
         (r"<answer>see \boxed{7}</answer>", "7"),
         ("no answer stated here", None),
+        ("  42\n", "42"),  # a bare answer, as agent systems store the content of their <answer> tag
+        (r"$\frac{1}{2}$", r"\frac{1}{2}"),
+        ("Paris", "Paris"),
+        ("It is 42", None),  # prose without a marker states no answer
         ("", None),
         (None, None),
     ],

@@ -133,6 +133,9 @@ class TrainConfig:
     """Seed of every random generator (data order, sampling, initialisation)."""
     save_every: int = 10
     """Save a checkpoint and an HF export every this many steps (and at the end); 0 = only at the end."""
+    parallel: str = "replicate"
+    """Under ``torchrun``: ``replicate`` (each rank a whole model, gradients all-reduced) or ``fsdp`` (FSDP2:
+    parameters, gradients and optimizer state sharded across ranks). Ignored by a single process."""
 
 
 def _convert(value: Any, kind: Any, where: str) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
@@ -103,21 +104,25 @@ class Trainer:
     def __init__(self, config: TrainConfig, run_dir: str | Path, *, resume: bool = False):
         self.config = config
         self.run_dir = Path(run_dir)
-        self.dist = Distributed.from_env()
+        self.dist = Distributed.from_env(config.parallel)
         self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
         model_path = self._model_path()
         dtype = getattr(torch, config.model.dtype)
         algo = config.algorithm
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.policy = self._load(AutoModelForCausalLM, model_path, dtype)
-        self.reference = self._load(AutoModelForCausalLM, model_path, dtype) if algo.kl_coef > 0 else None
-        if self.reference is not None:
-            self.reference.requires_grad_(False).eval()
+        self.reference = None
+        if algo.kl_coef > 0:
+            self.reference = self._load(AutoModelForCausalLM, model_path, dtype).requires_grad_(False).eval()
         self.critic = None
         if algo.advantage == "gae":
             self.critic = self._load(AutoModelForTokenClassification, model_path, dtype, num_labels=1)
         elif algo.advantage != "grpo":
             raise ValueError(f"algorithm.advantage must be 'grpo' or 'gae', got {algo.advantage!r}")
+        self.trained = torch.nn.ModuleDict({"policy": self.policy})
+        """The models the optimizer steps (its state is keyed by their parameter names)."""
+        if self.critic is not None:
+            self.trained["critic"] = self.critic
         groups = [{"params": list(self.policy.parameters()), "lr": config.optim.lr}]
         if self.critic is not None:
             groups.append({"params": list(self.critic.parameters()), "lr": algo.critic_lr})
@@ -128,6 +133,11 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
+        if config.rollout.prompts_per_step < self.dist.world_size:
+            raise ValueError(
+                f"rollout.prompts_per_step ({config.rollout.prompts_per_step}) must be at least the number of "
+                f"ranks ({self.dist.world_size}): every rank rolls out its own questions"
+            )
         self.task = load_task(config.task.factory, config.task.args)
         self.system = get_system(config.task.system)
         self.system_options, tool_settings = self.system.split_options(config.task.system_options)
@@ -156,8 +166,9 @@ class Trainer:
         return path
 
     def _load(self, cls: Any, path: Path | str, dtype: torch.dtype, **kwargs: Any) -> torch.nn.Module:
+        """Load a model onto this rank's device, sharded when the run is FSDP."""
         model = cls.from_pretrained(path, dtype=dtype, **kwargs)
-        return model.to(self.device) if self.device is not None else model
+        return self.dist.prepare(model.to(self.device) if self.device is not None else model)
 
     # ---- one step -----------------------------------------------------------------------------------------
 
@@ -168,7 +179,8 @@ class Trainer:
         indices = self.prompts.take(self.config.rollout.prompts_per_step)
         items = [self.task.items[i] for i in self.dist.shard(indices)]
         self.policy.eval()
-        episodes = asyncio.run(self._rollout(items))
+        with self.dist.gathered(self.policy):
+            episodes = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
         samples = self._score(items, episodes)
         scored = time.perf_counter()
@@ -228,9 +240,10 @@ class Trainer:
         """Per-sample response-token logprobs under ``model`` (at the sampling temperature), batch order."""
         temperature = self.config.rollout.temperature
         scored = []
-        for batch in batches:
-            flat = token_logprobs(response_logits(model, batch, temperature), batch.targets)
-            scored += list(flat.split(batch.response_lengths))
+        with self.dist.gathered(model):
+            for batch in batches:
+                flat = token_logprobs(response_logits(model, batch, temperature), batch.targets)
+                scored += list(flat.split(batch.response_lengths))
         return scored
 
     def _advantages(
@@ -273,7 +286,7 @@ class Trainer:
         ref = self._score_tokens(self.reference, batches) if self.reference is not None else None
         values = None
         if self.critic is not None:
-            with torch.no_grad():
+            with torch.no_grad(), self.dist.gathered(self.critic):
                 values = [
                     v for b in batches for v in response_values(self.critic, b).split(b.response_lengths)
                 ]
@@ -287,9 +300,13 @@ class Trainer:
         counts = {"global_tokens": tokens, "global_rows": active_rows, "norm_length": norm_length}
         parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.policy.train()
+        # FSDP: every rank must make the same number of forward/backward passes
+        idle = self.dist.most(len(batches)) - len(batches) if self.dist.sharded else 0
         sums: dict[str, float] = {}
         for epoch in range(algo.ppo_epochs):
             start, finite = 0, True
+            for _ in range(idle):
+                self._idle_pass(batches[0])
             for batch in batches:
                 part = slice(start, start + len(batch.rows))
                 start += len(batch.rows)
@@ -302,10 +319,8 @@ class Trainer:
                     "returns": rows(returns[part]) if returns is not None else None,
                 }
                 loss, stats = self._micro_batch_loss(batch, data, counts)
-                if not torch.isfinite(loss):
-                    finite = False
-                    break
-                loss.backward()
+                finite = finite and bool(torch.isfinite(loss))
+                loss.backward()  # even when non-finite: the step is dropped below, after every rank's passes
                 if epoch == 0:
                     for name, value in stats.items():
                         sums[name] = sums.get(name, 0.0) + float(value)
@@ -315,6 +330,8 @@ class Trainer:
                 return {"skipped": 1.0}
             self.dist.sum_gradients(parameters)
             grad_norm = torch.nn.utils.clip_grad_norm_(parameters, config.optim.grad_clip)
+            if isinstance(grad_norm, DTensor):
+                grad_norm = grad_norm.full_tensor()
             if not torch.isfinite(grad_norm):
                 self.optimizer.zero_grad(set_to_none=True)
                 print(f"step {self.step}: non-finite gradient norm; step skipped")
@@ -377,6 +394,14 @@ class Trainer:
             metrics["value_loss"] = value_loss.detach()
         return loss, metrics
 
+    def _idle_pass(self, batch: MicroBatch) -> None:
+        """A forward and backward that adds zero to every gradient: keeps a rank with fewer micro-batches in step
+        with FSDP's per-pass collectives."""
+        zero = response_logits(self.policy, batch).sum() * 0.0
+        if self.critic is not None:
+            zero = zero + response_values(self.critic, batch).sum() * 0.0
+        zero.backward()
+
     def _value_loss(
         self, batch: MicroBatch, data: dict[str, Tensor | None], mask: Tensor, counts: dict[str, int]
     ) -> Tensor:
@@ -391,24 +416,31 @@ class Trainer:
     # ---- checkpoints --------------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
+        """Whole (unsharded) states; a collective when FSDP-sharded, so every rank calls it."""
         return {
-            "model": self.policy.state_dict(),
-            "critic": self.critic.state_dict() if self.critic is not None else None,
-            "optimizer": self.optimizer.state_dict(),
+            "model": self.dist.model_state(self.policy),
+            "critic": self.dist.model_state(self.critic) if self.critic is not None else None,
+            "optimizer": self.dist.optimizer_state(self.trained, self.optimizer),
             "scheduler": self.scheduler.state_dict(),
             "prompts": self.prompts.state_dict(),
             "config": to_dict(self.config),
         }
 
     def save(self) -> None:
-        """Checkpoint and export the current step (rank 0 writes; every rank waits)."""
+        """Checkpoint and export the current step (every rank gathers the state; rank 0 writes)."""
+        state = self.state_dict()
         if self.dist.is_main:
-            save_checkpoint(self.run_dir, self.step, self.state_dict(), export=self.export)
+            save_checkpoint(
+                self.run_dir,
+                self.step,
+                state,
+                export=lambda directory: self.export(directory, state["model"]),
+            )
         self.dist.barrier()
 
-    def export(self, directory: Path) -> None:
-        """Write the policy and tokenizer in HF format (what ``local/`` loads)."""
-        self.policy.save_pretrained(directory)
+    def export(self, directory: Path, model_state: dict[str, Tensor]) -> None:
+        """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads)."""
+        self.policy.save_pretrained(directory, state_dict=model_state)
         self.tokenizer.save_pretrained(directory)
 
     def resume(self) -> bool:
@@ -417,10 +449,10 @@ class Trainer:
         if path is None:
             return False
         state = load_checkpoint(path)
-        self.policy.load_state_dict(state["model"])
+        self.dist.load_model_state(self.policy, state["model"])
         if self.critic is not None and state["critic"] is not None:
-            self.critic.load_state_dict(state["critic"])
-        self.optimizer.load_state_dict(state["optimizer"])
+            self.dist.load_model_state(self.critic, state["critic"])
+        self.dist.load_optimizer_state(self.trained, self.optimizer, state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         set_rng_state(state["rng"])

@@ -31,7 +31,21 @@ def tiny(tmp_path_factory):
     return build_tiny_model(tmp_path_factory.mktemp("bench-tiny"))
 
 
-def tokens_per_second(model, concurrent: int) -> float:
+@pytest.fixture(scope="module")
+def tiny_for_gpu(tmp_path_factory):
+    """The tiny model with 64-dimensional attention heads, a size every vLLM attention backend takes."""
+    return build_tiny_model(tmp_path_factory.mktemp("bench-tiny-gpu"), hidden_size=256)
+
+
+@pytest.fixture(scope="module")
+def loop():
+    """One event loop for every burst (a server-backed client stays bound to the loop it started on)."""
+    event_loop = asyncio.new_event_loop()
+    yield event_loop
+    event_loop.close()
+
+
+def tokens_per_second(model, concurrent: int, loop: asyncio.AbstractEventLoop) -> float:
     """Generate ``concurrent`` requests at once; output tokens per wall-clock second."""
 
     async def burst() -> int:
@@ -40,19 +54,23 @@ def tokens_per_second(model, concurrent: int) -> float:
         return sum(o.usage.output_tokens for o in outputs)
 
     start = time.perf_counter()
-    tokens = asyncio.run(burst())
+    tokens = loop.run_until_complete(burst())
     return tokens / (time.perf_counter() - start)
 
 
 @pytest.mark.parametrize("concurrent", [1, 8, 32])
-def test_batched_vs_sequential_throughput(benchmark, tiny, concurrent):
+def test_batched_vs_sequential_throughput(benchmark, tiny, loop, concurrent):
     sequential = get_model(f"local/{tiny}", batch_size=1, batch_wait_ms=0, backend="hf", memoize=False)
     batched = get_model(f"local/{tiny}", batch_size=32, batch_wait_ms=10, backend="hf", memoize=False)
-    tokens_per_second(sequential, 2)  # warm-up: the two are separate loads (their batch settings differ)
-    tokens_per_second(batched, 2)
-    baseline = max(tokens_per_second(sequential, concurrent) for _ in range(3))
+    tokens_per_second(
+        sequential, 2, loop
+    )  # warm-up: the two are separate loads (their batch settings differ)
+    tokens_per_second(batched, 2, loop)
+    baseline = max(tokens_per_second(sequential, concurrent, loop) for _ in range(3))
     rates: list[float] = []
-    benchmark.pedantic(lambda: rates.append(tokens_per_second(batched, concurrent)), rounds=3, iterations=1)
+    benchmark.pedantic(
+        lambda: rates.append(tokens_per_second(batched, concurrent, loop)), rounds=3, iterations=1
+    )
     ratio = max(rates) / baseline
     benchmark.extra_info.update(
         {"concurrent": concurrent, "sequential_tok_s": baseline, "batched_tok_s": max(rates), "ratio": ratio}
@@ -65,10 +83,12 @@ def test_batched_vs_sequential_throughput(benchmark, tiny, concurrent):
 @pytest.mark.gpu
 @pytest.mark.skipif(not VLLM_READY, reason="needs vllm and a CUDA GPU")
 @pytest.mark.parametrize("concurrent", [1, 8, 32])
-def test_vllm_throughput(benchmark, tiny, concurrent):
-    model = get_model(f"local/{tiny}", backend="vllm", max_model_len=2048, memoize=False)
-    tokens_per_second(model, 2)  # starts the server
+def test_vllm_throughput(benchmark, tiny_for_gpu, loop, concurrent):
+    model = get_model(f"local/{tiny_for_gpu}", backend="vllm", max_model_len=2048, memoize=False)
+    tokens_per_second(model, 2, loop)  # starts the server (shared by the three cases)
     rates: list[float] = []
-    benchmark.pedantic(lambda: rates.append(tokens_per_second(model, concurrent)), rounds=3, iterations=1)
+    benchmark.pedantic(
+        lambda: rates.append(tokens_per_second(model, concurrent, loop)), rounds=3, iterations=1
+    )
     benchmark.extra_info.update({"concurrent": concurrent, "vllm_tok_s": max(rates)})
     print(f"\n{concurrent:>2} concurrent: vLLM {max(rates):8.0f} tok/s")

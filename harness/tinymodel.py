@@ -1,9 +1,9 @@
 """Build a tiny, randomly initialised chat model and byte-level BPE tokenizer offline (``mara tiny-model DIR``).
 
-The model is a real Qwen2- or Llama-architecture causal LM (hidden 32, 2 layers, 4 heads, 2 KV heads) saved in
-Hugging Face format with a ChatML chat template (tools supported), so every code path that loads a checkpoint --
-the ``local/`` provider, the trainer, the demo -- runs end to end in about a second with no network. The output
-is meaningless text; the point is the plumbing. The same ``seed`` always gives the same files.
+The model is a real Qwen2- or Llama-architecture causal LM (hidden 32 by default, 2 layers, 4 heads, 2 KV heads)
+saved in Hugging Face format with a ChatML chat template (tools supported), so every code path that loads a
+checkpoint -- the ``local/`` provider, the trainer, the demo -- runs end to end in about a second with no network.
+The output is meaningless text; the point is the plumbing. The same ``seed`` always gives the same files.
 """
 
 from __future__ import annotations
@@ -97,8 +97,10 @@ def train_tokenizer(vocab_size: int = 512):
     )
 
 
-def tiny_config(arch: str, vocab_size: int, pad_id: int, eos_id: int, max_positions: int = 2048):
-    """The transformers config of the tiny model (about 30k parameters)."""
+def tiny_config(
+    arch: str, vocab_size: int, pad_id: int, eos_id: int, max_positions: int = 2048, hidden_size: int = 32
+):
+    """The transformers config of the tiny model (about 30k parameters at the default ``hidden_size``)."""
     from transformers import LlamaConfig, Qwen2Config
 
     if arch not in ARCHITECTURES:
@@ -108,8 +110,8 @@ def tiny_config(arch: str, vocab_size: int, pad_id: int, eos_id: int, max_positi
     config_class = Qwen2Config if arch == "qwen2" else LlamaConfig
     return config_class(
         vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
@@ -122,14 +124,22 @@ def tiny_config(arch: str, vocab_size: int, pad_id: int, eos_id: int, max_positi
     )
 
 
-def build_tiny_model(out_dir: str | Path, arch: str = "qwen2", seed: int = 0) -> Path:
-    """Write a tiny ``arch`` model + tokenizer + generation config to ``out_dir`` (HF format) and return it."""
+def build_tiny_model(out_dir: str | Path, arch: str = "qwen2", seed: int = 0, hidden_size: int = 32) -> Path:
+    """Write a tiny ``arch`` model + tokenizer + generation config to ``out_dir`` (HF format) and return it.
+
+    The default ``hidden_size`` gives 4 heads of 8 dimensions; GPU attention kernels (vLLM's) want head sizes
+    like 64, which ``hidden_size=256`` gives.
+    """
+    if hidden_size < 4 or hidden_size % 4:
+        raise ValueError(
+            f"hidden_size must be a positive multiple of 4 (4 attention heads), got {hidden_size}"
+        )
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
     tokenizer = train_tokenizer()
     eos_id, pad_id = tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(PAD)
-    config = tiny_config(arch, len(tokenizer), pad_id=pad_id, eos_id=eos_id)
+    config = tiny_config(arch, len(tokenizer), pad_id=pad_id, eos_id=eos_id, hidden_size=hidden_size)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
     model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id, do_sample=False)
@@ -145,7 +155,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("out_dir", help="directory to write the model to (created if absent)")
     parser.add_argument("--arch", choices=ARCHITECTURES, default="qwen2")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hidden-size", type=int, default=32, help="256 gives vLLM-friendly 64-dim heads")
     args = parser.parse_args(argv)
-    path = build_tiny_model(args.out_dir, arch=args.arch, seed=args.seed)
+    path = build_tiny_model(args.out_dir, arch=args.arch, seed=args.seed, hidden_size=args.hidden_size)
     print(f"tiny {args.arch} model written to {path}")
     return 0

@@ -263,10 +263,21 @@ def test_vllm_without_vllm_and_gpu_is_a_clear_error_and_auto_falls_back_to_trans
     importlib.util.find_spec("vllm") is None or not torch.cuda.is_available(),
     reason="needs vllm and a CUDA GPU",
 )
-async def test_vllm_backend_generates(tiny_qwen):
-    model = local_model(tiny_qwen, backend="vllm", max_model_len=2048)
+async def test_vllm_backend_generates(tmp_path):
+    from transformers import AutoTokenizer
+
+    from harness.tinymodel import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny-gpu", hidden_size=256)  # 64-dim heads for vLLM's kernels
+    model = local_model(path, backend="vllm", max_model_len=2048, seed=0)
     output = await model.generate(user("What is 2+2?"), config=GenerateConfig(max_tokens=8, temperature=0))
-    assert output.usage.output_tokens <= 8 and output.stop_reason in ("stop", "max_tokens")
+    prompt = render_prompt(AutoTokenizer.from_pretrained(path), [{"role": "user", "content": "What is 2+2?"}])
+    assert output.usage.input_tokens == len(prompt)
+    assert output.stop_reason == "stop" or (output.stop_reason, output.usage.output_tokens) == (
+        "max_tokens",
+        8,
+    )
+    assert str(model) == f"local/{path}"
 
 
 def test_an_inspect_eval_runs_end_to_end_through_local(tiny_qwen, qwen_pair, tmp_path):

@@ -56,13 +56,17 @@ def test_chat_template_renders_chatml_with_tools_and_keeps_think(tiny_qwen):
 
 
 def test_cli_writes_a_llama_model(tmp_path, capsys):
-    assert main([str(tmp_path / "m"), "--arch", "llama", "--seed", "3"]) == 0
-    assert AutoConfig.from_pretrained(tmp_path / "m").model_type == "llama"
+    assert main([str(tmp_path / "m"), "--arch", "llama", "--seed", "3", "--hidden-size", "256"]) == 0
+    config = AutoConfig.from_pretrained(tmp_path / "m")
+    assert (config.model_type, config.hidden_size, config.intermediate_size) == ("llama", 256, 512)
+    assert config.hidden_size // config.num_attention_heads == 64  # a head size GPU attention kernels take
     assert "tiny llama model written to" in capsys.readouterr().out
 
 
-def test_unknown_architecture_is_a_clear_error(tmp_path):
+def test_unknown_architecture_and_bad_hidden_size_are_clear_errors(tmp_path):
     with pytest.raises(
         ValueError, match="unknown tiny-model architecture 'gpt2'; choose one of qwen2, llama"
     ):
         build_tiny_model(tmp_path, arch="gpt2")
+    with pytest.raises(ValueError, match="hidden_size must be a positive multiple of 4 .*got 30"):
+        build_tiny_model(tmp_path, hidden_size=30)

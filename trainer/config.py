@@ -54,6 +54,11 @@ class RolloutConfig:
     """Sampling temperature; the loss scores tokens at this same temperature."""
     top_p: float = 1.0
     """Nucleus sampling mass."""
+    backend: str = "auto"
+    """Generation engine: ``hf`` (transformers, CPU or GPU), ``vllm`` (a colocated vLLM engine synced to the
+    policy each step; needs vllm and a CUDA GPU) or ``auto`` (vLLM when both are present), as ``local/`` picks."""
+    vllm_gpu_memory: float = 0.3
+    """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
 
 
 @dataclass

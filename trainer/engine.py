@@ -1,7 +1,7 @@
 """The RL training loop. One ``Trainer.train_step`` reads top to bottom:
 
 1. rollout  -- each question's group of episodes runs through the harness system (the evaluation code) with the
-   live policy as its ``Chat``;
+   live policy as its ``Chat`` (transformers generation, or a vLLM engine synced to the policy on a GPU);
 2. scoring  -- the task rewards each episode; its calls become samples (``trainer.samples``); a non-finite reward
    skips the step, reported;
 3. update   -- old logprobs (and reference logprobs, critic values) are recomputed on micro-batches,
@@ -48,6 +48,7 @@ from trainer.packing import (
 )
 from trainer.policy import PolicyChat
 from trainer.samples import Sample, samples_from_episode
+from trainer.vllm_rollout import rollout_backend
 
 
 class PromptOrder:
@@ -147,7 +148,17 @@ class Trainer:
         sampling = Sampling(
             max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p
         )
-        self.chat = PolicyChat(self.policy, self.tokenizer, defaults=sampling)
+        self.vllm = None
+        if rollout_backend(rollout.backend) == "vllm":
+            from trainer.vllm_rollout import VLLMGenerator
+
+            self.vllm = VLLMGenerator(
+                model_path,
+                dtype=config.model.dtype,
+                seed=config.seed * 1_009 + self.dist.rank,
+                gpu_memory_utilization=rollout.vllm_gpu_memory,
+            )
+        self.chat = PolicyChat(self.policy, self.tokenizer, defaults=sampling, generator=self.vllm)
         self.step = 0
         if resume:
             self.resume()
@@ -180,6 +191,8 @@ class Trainer:
         items = [self.task.items[i] for i in self.dist.shard(indices)]
         self.policy.eval()
         with self.dist.gathered(self.policy):
+            if self.vllm is not None:
+                self.vllm.sync(self.policy.named_parameters())
             episodes = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
         samples = self._score(items, episodes)

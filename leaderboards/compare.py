@@ -10,6 +10,7 @@ adjusted together (Holm or BH) before deciding.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -156,8 +157,14 @@ def _flips(common: list[str], baseline_scores: dict, candidate_scores: dict) -> 
         for i in common
         if candidate_scores[i][0] < baseline_scores[i][0]
     ]
-    flips.sort(key=lambda f: (f.candidate_value - f.baseline_value, f.sample_id))
+    flips.sort(key=lambda f: (f.candidate_value - f.baseline_value, natural_key(f.sample_id)))
     return flips[:SHOWN_FLIPS]
+
+
+def natural_key(sample_id: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key that orders the digit runs of a sample id by number: ``q5`` before ``q10``, ``2-9`` before ``2-10``."""
+    parts = re.split(r"(\d+)", sample_id)  # digit runs at the odd positions
+    return tuple((0, int(part), "") if i % 2 else (1, 0, part) for i, part in enumerate(parts))
 
 
 def _seed(candidate: Run, baseline: Run) -> int:

@@ -7,6 +7,28 @@
 - the effect size is the mean paired difference (candidate − baseline) with a 95% CI
   (Wald on paired differences for McNemar, bootstrap percentiles for the bootstrap);
 - multiple comparisons across a suite: Holm (family-wise error) or Benjamini–Hochberg (false discovery rate).
+
+Why these tests. Conditional on the number of discordant pairs, the exact McNemar test is the uniformly most
+powerful unbiased test of "candidate worse" for paired 0/1 scores; the concordant pairs carry no information, so
+no other test on the same single-epoch data is materially more powerful (the mid-p variant gains 1–2 points of
+power at the price of an inexact size). Holm keeps the chance that an A/A suite (no real change anywhere) raises
+any regression at or below ``alpha``, whatever the noise. With one real drop among ``m`` comparisons, Holm and BH
+both need its p-value below ``alpha / m``.
+
+What power that buys (one-sided, normal approximation). Let ``d`` be the A/A discordance, the share of samples
+that two runs of the same model (different seeds) score differently, and ``k = n·Δ`` the samples a drop of ``Δ``
+loses. The drop adds ``k`` discordant pairs, so ``D ≈ n·d + k`` and ``b − c = k + (b₀ − c₀)``, where the A/A
+imbalance ``b₀ − c₀`` has mean 0 and variance ``n·d``. The test rejects when ``b − c > z·√D`` with
+``z = Φ⁻¹(1 − alpha/m)``, so
+
+    power ≈ Φ((k − z·√(n·d + k)) / √(n·d)).
+
+For a 5-point drop on n = 500 paired samples (k = 25), alpha = 0.05 and Holm over m = 6 comparisons (z = 2.39):
+d = 3% → 99%, d = 4.5% → 96%, d = 6% → 91%, d = 8% → 82%, d = 10% → 73% (the exact test is conservative:
+simulated power is 1–3 points lower). Catching the drop in ≥ 90% of suites therefore needs d ≲ 6% at m = 6
+(d ≲ 12% for a single comparison, ≲ 4% at m = 20, ≲ 3% at m = 50). Noisier runs (sampling at temperature on hard
+items) need more samples (at d = 8%, m = 6: n ≈ 600 for 90% by the formula) or several epochs: avg@k scores divide the
+per-sample variance of the paired difference by about k, and their comparison uses the paired bootstrap.
 """
 
 from __future__ import annotations

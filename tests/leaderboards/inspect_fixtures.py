@@ -5,7 +5,8 @@ suite can name ``lbmock/<anything>`` with ``model_args``:
 
 - ``wrong_every`` (int, 0 = never): questions ``i`` with ``(i + offset) % wrong_every == 0`` get a wrong answer;
 - ``offset`` (int): shifts which questions are wrong (a "different seed");
-- ``wrong_text`` (str): the wrong answer's text (default: the right sum plus one).
+- ``wrong_text`` (str): the wrong answer's text (default: the right sum plus one);
+- ``fail_until`` (path): every call raises until that file exists (a run that fails tonight and is resumed).
 
 With ``system="vc"`` the task answers twice, like the V-C system: the evaluated model's first answer is stored as
 ``answer.solver``; the ``corrector`` role (default: the same model) then answers again and that is ``answer.final``.
@@ -15,6 +16,7 @@ Both are scored, under the score names ``final`` and ``solver``.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
@@ -47,13 +49,17 @@ class ArithModel(ModelAPI):
         wrong_every: int = 0,
         offset: int = 0,
         wrong_text: str | None = None,
+        fail_until: str | None = None,
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
         self.wrong_every, self.offset, self.wrong_text = int(wrong_every), int(offset), wrong_text
+        self.fail_until = Path(fail_until) if fail_until else None
 
     async def generate(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
     ) -> ModelOutput:
+        if self.fail_until is not None and not self.fail_until.exists():
+            raise RuntimeError(f"lbmock: failing until {self.fail_until} exists")
         first, second = (int(g) for g in QUESTION.search(input[0].text).groups())
         wrong = self.wrong_every and (first + self.offset) % self.wrong_every == 0
         text = (self.wrong_text or str(first + second + 1)) if wrong else str(first + second)

@@ -1,10 +1,16 @@
-"""``mara nightly`` end to end: real evals through eval-set, resumable, regression → exit code 1, bad suite → 2."""
+"""``mara nightly`` end to end: real evals through eval-set, resumable (a failed task is the only one re-run),
+regression → exit code 1, bad suite → 2."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from inspect_ai.log import read_eval_log
+
 from leaderboards.cli import main
+from leaderboards.collect import SkippedLogWarning
+from leaderboards.store import HistoryStore
 
 
 def _one_checkpoint_suite(make_suite, wrong_every: int) -> dict:
@@ -47,6 +53,51 @@ def test_nightly_runs_resumes_and_flags_a_regression(tmp_path, make_suite, capsy
         == 1
     )
     assert "baseline logs" in capsys.readouterr().out
+
+
+def test_a_second_call_runs_only_the_task_that_did_not_finish(tmp_path, make_suite, capsys):
+    import yaml
+
+    raw = make_suite()
+    raw["tasks"][0]["systems"] = ["direct"]
+    raw["comparisons"], raw["cross_solver"] = [], None
+    released = tmp_path / "api-is-back"
+    raw["checkpoints"][1]["model_args"] = {"fail_until": str(released)}  # "flaky" errors until released
+    raw["settings"]["eval"] |= {"retry_attempts": 0}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    argv = [str(suite), "--out", str(out), "--display", "none", "--night", "2026-01-01"]
+    night = out / "logs" / "2026-01-01"
+
+    with pytest.warns(SkippedLogWarning) as skipped:
+        assert main(argv) == 0
+    first = capsys.readouterr()
+    assert "some tasks did not finish; run again to resume" in first.err
+    assert "ingested 1 new log(s)" in first.out
+    failed = {_checkpoint(p): p for p in night.glob("*.eval")}
+    good_log = failed["good"]
+    assert read_eval_log(str(failed["flaky"]), header_only=True).status == "error"
+    skipped_messages = [str(w.message) for w in skipped if w.category is SkippedLogWarning]
+    assert len(skipped_messages) == 1 and failed["flaky"].name in skipped_messages[0]
+    assert "status is 'error'" in skipped_messages[0]
+    good_before = good_log.stat().st_mtime_ns, good_log.read_bytes()
+
+    released.touch()
+    assert main(argv) == 0
+    assert "ingested 1 new log(s)" in capsys.readouterr().out
+    finished = [
+        p for p in night.glob("*.eval") if read_eval_log(str(p), header_only=True).status == "success"
+    ]
+    assert sorted(_checkpoint(p) for p in finished) == ["flaky", "good"]
+    # the finished task was not run again: its log is the same file, untouched
+    assert good_log in finished and (good_log.stat().st_mtime_ns, good_log.read_bytes()) == good_before
+    runs = HistoryStore(str(out / "history.sqlite")).runs()
+    assert sorted((r.checkpoint, r.headline_value) for r in runs) == [("flaky", 1.0), ("good", 1.0)]
+
+
+def _checkpoint(log: Path) -> str:
+    return read_eval_log(str(log), header_only=True).eval.metadata["checkpoint"]
 
 
 def test_bad_suite_exits_2_naming_the_problem(tmp_path, capsys):

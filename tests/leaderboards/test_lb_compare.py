@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboards.compare import NO_REGRESSION, NOT_COMPARABLE, REGRESSION, compare_pair, nightly_comparisons
+from leaderboards.compare import (
+    NO_REGRESSION,
+    NOT_COMPARABLE,
+    REGRESSION,
+    compare_pair,
+    natural_key,
+    nightly_comparisons,
+)
 from leaderboards.store import HistoryStore
 from leaderboards.suite import parse_suite
 
@@ -30,7 +37,8 @@ def test_suite_pairs_flag_the_significant_drop_only(store, make_suite, xss_answe
     assert direct.test.p_value == pytest.approx(2**-8)
     assert direct.p_adjusted == pytest.approx(2 * 2**-8)
     assert direct.test.delta == pytest.approx(-0.2)
-    assert [f.sample_id for f in direct.flips] == sorted(f"q{i}" for i in range(0, 40, 5))
+    # sample ids in natural order (q5 before q10), as the site lists them
+    assert [f.sample_id for f in direct.flips] == ["q0", "q5", "q10", "q15", "q20", "q25", "q30", "q35"]
     assert {f.candidate_answer for f in direct.flips} == {xss_answer}
     # with the corrector the final answers are all right again: identical scores, no regression
     assert vc.status == NO_REGRESSION and vc.test.delta == 0 and vc.test.p_value == 1.0
@@ -58,3 +66,8 @@ def test_changed_dataset_or_judge_is_not_comparable(store):
 
 def test_the_first_night_has_no_previous_night(store):
     assert nightly_comparisons(store, "2026-01-01") == []
+
+
+def test_sample_ids_sort_naturally():
+    ids = ["q10", "q5", "item-2-10", "item-2-9", "q05b", "b", "a1"]
+    assert sorted(ids, key=natural_key) == ["a1", "b", "item-2-9", "item-2-10", "q5", "q05b", "q10"]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from leaderboards.compare import nightly_comparisons
+from leaderboards.compare import compare_pair, decide, nightly_comparisons
 from leaderboards.site import log_href, markdown_text, render_site
-from leaderboards.store import HistoryStore
+from leaderboards.store import HistoryStore, Run
 from leaderboards.suite import parse_suite
 
 CHROMIUM = "/usr/bin/chromium"
@@ -51,6 +55,35 @@ def test_model_text_is_escaped_in_html_and_markdown(site, xss_answer):
     assert markdown_text("a|b <x> [l](u)") == r"a\|b &lt;x&gt; \[l\]\(u\)"
 
 
+HOSTILE = '<i onmouseover="x()">{}</i> | [l](javascript:x) `c` *e*'
+"""Markup, a Markdown table separator, a link, code and emphasis: must show as plain text in both outputs."""
+
+
+def test_every_identity_string_is_escaped_in_html_and_markdown(eval_logs, tmp_path):
+    store = HistoryStore(str(tmp_path / "h.sqlite"))
+    store.ingest(str(eval_logs))
+    columns = ("checkpoint", "model", "task", "system", "protocol", "judge", "judge_model", "code_version")
+    with Session(store.engine) as session, session.begin():
+        for run in session.scalars(select(Run)):
+            for column in columns:
+                setattr(run, column, HOSTILE.format(f"{column}-{getattr(run, column)}"))
+    direct = {r.checkpoint: r for r in store.runs(system=HOSTILE.format("system-direct"))}
+    flaky, good = direct[HOSTILE.format("checkpoint-flaky")], direct[HOSTILE.format("checkpoint-good")]
+    comparisons = decide([compare_pair(store, flaky, good, "checkpoint pair")])
+    index = render_site(store, tmp_path / "site", "2026-01-01", comparisons, title=HOSTILE.format("title"))
+    page, summary = index.read_text(), (index.parent / "summary.md").read_text()
+
+    assert "<i " not in page and "<i " not in summary
+    for column in columns:
+        assert str(escape(getattr(flaky, column))) in page, column
+    for column in ("checkpoint", "task", "system", "protocol"):
+        assert markdown_text(getattr(flaky, column)) in summary, column
+    assert "](javascript" not in summary
+    # the regression row keeps its 7 cells: the names' "|" cannot split the Markdown table
+    row = next(line for line in summary.splitlines() if "checkpoint-flaky" in line and "pair" in line)
+    assert len(re.findall(r"(?<!\\)\|", row)) == 8, row
+
+
 def test_log_links(tmp_path):
     site_dir = tmp_path / "out" / "site"
     log = tmp_path / "out" / "logs" / "n1" / "a.eval"
@@ -78,8 +111,10 @@ def test_site_renders_in_headless_chromium_without_running_model_scripts(site, t
         assert rows.nth(3).locator("td").nth(1).inner_text() == "flaky"
         assert rows.nth(3).locator("td.value").inner_text() == "0.800"
         assert rows.nth(0).locator("a").get_attribute("href").endswith(".eval")
-        # the model's answer is shown as text
-        assert page.locator("td.answer").nth(1).inner_text() == xss_answer  # candidate answer, shown as text
+        # the samples that got worse, in natural id order, with the model's answer shown as text
+        flipped = page.locator("table.answers").first.locator("tbody tr")
+        assert flipped.locator("td:first-child").all_inner_texts() == [f"q{i}" for i in range(0, 40, 5)]
+        assert flipped.first.locator("td.answer").nth(1).inner_text() == xss_answer
         # cross-solver: flaky alone 0.800, with the vc system 1.000
         cells = page.locator("table.cross-solver tbody tr").nth(1).locator("td")
         assert [cells.nth(i).inner_text() for i in range(4)] == ["flaky", "0.800", "1.000", "+0.200"]

@@ -10,6 +10,7 @@ from inspect_ai.log import read_eval_log
 
 from leaderboards.cli import main
 from leaderboards.collect import SkippedLogWarning
+from leaderboards.site import markdown_text
 from leaderboards.store import HistoryStore
 
 
@@ -94,6 +95,37 @@ def test_a_second_call_runs_only_the_task_that_did_not_finish(tmp_path, make_sui
     assert good_log in finished and (good_log.stat().st_mtime_ns, good_log.read_bytes()) == good_before
     runs = HistoryStore(str(out / "history.sqlite")).runs()
     assert sorted((r.checkpoint, r.headline_value) for r in runs) == [("flaky", 1.0), ("good", 1.0)]
+
+
+def test_a_changed_judge_or_dataset_is_not_comparable_not_a_regression(tmp_path, make_suite, capsys):
+    import yaml
+
+    suite = tmp_path / "suite.yaml"
+    out = tmp_path / "out"
+    argv = [str(suite), "--out", str(out), "--display", "none"]
+    raw = _one_checkpoint_suite(make_suite, wrong_every=0)
+    suite.write_text(yaml.safe_dump(raw))
+    assert main(argv + ["--night", "2026-01-01"]) == 0
+
+    # night 2: 8 of 40 wrong (a 20-point drop), but graded by another judge model
+    raw = _one_checkpoint_suite(make_suite, wrong_every=5)
+    raw["checkpoints"][0]["roles"]["grader"] = "lbmock/judge-v2"
+    suite.write_text(yaml.safe_dump(raw))
+    assert main(argv + ["--night", "2026-01-02"]) == 0
+    assert "1 comparison(s), 0 regression(s)" in capsys.readouterr().out
+    summary = (out / "site" / "summary.md").read_text()
+    reason = "judge changed (final,solver / lbmock/judge → final,solver / lbmock/judge-v2)"
+    assert f"- flaky / arith / direct: {markdown_text(reason)}" in summary
+
+    # night 3: same judge as night 2, all wrong answers again, on another question set (ids q1..q40)
+    raw["checkpoints"][0]["model_args"]["wrong_every"] = 1
+    raw["tasks"][0]["args"]["start"] = 1
+    suite.write_text(yaml.safe_dump(raw))
+    assert main(argv + ["--night", "2026-01-03"]) == 0
+    assert "1 comparison(s), 0 regression(s)" in capsys.readouterr().out
+    summary = (out / "site" / "summary.md").read_text()
+    assert "Not comparable:" in summary
+    assert f"- flaky / arith / direct: {markdown_text('dataset changed (hash ')}" in summary
 
 
 def _checkpoint(log: Path) -> str:

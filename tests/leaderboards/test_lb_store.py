@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 
 import pytest
@@ -65,10 +66,16 @@ def test_unusable_logs_are_skipped_and_named(logs_copy, tmp_path):
 
 
 INGEST = """
-import sys, warnings
+import sys, time, warnings
+from pathlib import Path
 from leaderboards.store import HistoryStore
 warnings.simplefilter("error")
-report = HistoryStore(sys.argv[1]).ingest(sys.argv[2])
+url, logs, ready, go = sys.argv[1:]
+store = HistoryStore(url)
+Path(ready).touch()
+while not Path(go).exists():  # start ingesting together with the other process
+    time.sleep(0.01)
+report = store.ingest(logs)
 print(len(report.added), len(report.already_present), len(report.skipped))
 """
 
@@ -78,15 +85,21 @@ def test_two_concurrent_ingesters_store_each_log_once(logs_copy, tmp_path):
     for path in list(logs_copy.glob("*.eval")):
         shutil.copyfile(path, logs_copy / f"again-{path.name}")
     url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{i}" for i in range(2)]
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", INGEST, url, str(logs_copy)],
+            [sys.executable, "-c", INGEST, url, str(logs_copy), str(flag), str(go)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(2)
+        for flag in ready
     ]
+    deadline = time.monotonic() + 120
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    go.touch()
     results = [p.communicate(timeout=180) for p in processes]
     for process, (_out, err) in zip(processes, results, strict=True):
         assert process.returncode == 0, err

@@ -4,8 +4,9 @@
    live policy as its ``Chat`` (transformers generation, or a vLLM engine synced to the policy on a GPU);
 2. scoring  -- the task rewards each episode; its calls become samples (``trainer.samples``); a non-finite reward
    skips the step, reported;
-3. update   -- old logprobs (and reference logprobs, critic values) are recomputed on micro-batches,
-   advantages assigned (GRPO, or GAE with the critic), the clipped-surrogate loss (+ KL, entropy, value loss)
+3. update   -- old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the
+   policy being trained is the one that sampled, so the training forward's own detached logprobs are the old
+   ones, as TRL does), reference logprobs and critic values likewise, advantages assigned (GRPO, or GAE with the critic), the clipped-surrogate loss (+ KL, entropy, value loss)
    is accumulated over micro-batches with GLOBAL token/row counts, gradients are summed across ranks and
    clipped, and AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the step.
 
@@ -293,9 +294,11 @@ class Trainer:
             samples, config.optim.token_budget, config.optim.batching, config.optim.max_padding
         )
         order = [row for batch in batches for row in batch.rows]
-        old = self._score_tokens(self.policy, batches)
-        for row, logprobs in zip(order, old, strict=True):
-            samples[row].old_logprobs = logprobs.tolist()
+        old = None  # one optimizer step on the policy that sampled: its logprobs ARE the old ones (detached)
+        if algo.ppo_epochs > 1:
+            old = self._score_tokens(self.policy, batches)
+            for row, logprobs in zip(order, old, strict=True):
+                samples[row].old_logprobs = logprobs.tolist()
         ref = self._score_tokens(self.reference, batches) if self.reference is not None else None
         values = None
         if self.critic is not None:
@@ -325,7 +328,7 @@ class Trainer:
                 start += len(batch.rows)
                 data = {
                     "mask": rows(masks[part]),
-                    "old": rows(old[part]),
+                    "old": rows(old[part]) if old is not None else None,
                     "advantages": rows(advantages[part]),
                     "ref": rows(ref[part]) if ref is not None else None,
                     "values": rows(values[part]) if values is not None else None,
@@ -375,7 +378,8 @@ class Trainer:
         logits = response_logits(self.policy, batch, self.config.rollout.temperature)
         logprob = rows(list(token_logprobs(logits, batch.targets).split(batch.response_lengths)))
         device = logprob.device
-        mask, old, advantages = (data[k].to(device) for k in ("mask", "old", "advantages"))
+        mask, advantages = data["mask"].to(device), data["advantages"].to(device)
+        old = data["old"].to(device) if data["old"] is not None else logprob.detach()
         loss, stats = policy_loss(
             old,
             logprob,

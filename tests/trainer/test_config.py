@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,26 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     path.write_text("stepz: 3\n")
     assert train_main([str(path)]) == 2
     assert "unknown key config.stepz" in capsys.readouterr().out
+
+
+def test_unknown_parallel_mode_is_named(toy_config, tmp_path):
+    from trainer.engine import Trainer
+
+    with pytest.raises(ValueError, match="parallel must be one of replicate, fsdp, got 'ddp'"):
+        Trainer(dataclasses.replace(toy_config, parallel="ddp"), tmp_path)
+
+
+def test_every_config_field_is_documented():
+    import ast
+    import inspect
+
+    import trainer.config as config_module
+
+    tree = ast.parse(inspect.getsource(config_module))
+    for node in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Config")):
+        body = node.body
+        for index, statement in enumerate(body):
+            if isinstance(statement, ast.AnnAssign):
+                following = body[index + 1] if index + 1 < len(body) else None
+                documented = isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+                assert documented, f"{node.name}.{statement.target.id} has no docstring"

@@ -1,0 +1,58 @@
+"""Observability: each step's metrics reach the JSONL file and TensorBoard with the same values, the curves PNG
+is drawn at the end, and a training step reports every metric the issue lists."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from trainer.engine import Trainer
+from trainer.metrics import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR, MetricsLog, plot_curves, read_metrics
+
+STEP_METRICS = {
+    "reward_mean", "reward_std", "advantage_mean", "advantage_std", "loss", "kl", "entropy", "clip_fraction",
+    "grad_norm", "tokens_per_s", "time_rollout", "time_scoring", "time_update", "time_step", "padding_share",
+}  # fmt: skip
+
+
+def test_metrics_reach_jsonl_tensorboard_and_png(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    log = MetricsLog(tmp_path)
+    log.write(0, {"step": 0.0, "reward_mean": 0.25, "loss": 1.5})
+    log.write(1, {"step": 1.0, "reward_mean": 0.75, "loss": float("nan")})  # NaN: JSONL only
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / METRICS_FILE).read_text().splitlines()]
+    assert lines[0] == {"step": 0, "reward_mean": 0.25, "loss": 1.5}
+    assert lines[1]["reward_mean"] == 0.75
+
+    events = EventAccumulator(str(tmp_path / TENSORBOARD_DIR))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("reward_mean")] == [(0, 0.25), (1, 0.75)]
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 1.5)]
+
+    png = plot_curves(tmp_path)
+    assert png == tmp_path / CURVES_FILE
+    header = png.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(header[16:20], "big") == 1280  # 4 panels of 16 inches at 80 dpi
+
+
+def test_a_resumed_run_keeps_the_last_record_per_step(tmp_path):
+    log = MetricsLog(tmp_path)
+    for step, reward in ((0, 0.1), (1, 0.2), (1, 0.3)):  # step 1 written again after a resume
+        log.write(step, {"reward_mean": reward})
+    log.close()
+    assert [r["reward_mean"] for r in read_metrics(tmp_path)] == [0.1, 0.3]
+
+
+def test_a_training_step_reports_every_metric(toy_config, tmp_path):
+    algorithm = dataclasses.replace(toy_config.algorithm, kl_coef=0.05)
+    metrics = Trainer(dataclasses.replace(toy_config, algorithm=algorithm), tmp_path).train_step()
+    assert metrics.keys() >= STEP_METRICS
+    assert metrics["time_step"] == pytest.approx(
+        metrics["time_rollout"] + metrics["time_scoring"] + metrics["time_update"], rel=1e-6
+    )
+    assert metrics["tokens_per_s"] == pytest.approx(metrics["tokens"] / metrics["time_step"])

@@ -1,8 +1,8 @@
 """Read Inspect logs (a local folder or any fsspec URL) into leaderboard rows.
 
 One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
-dataset hash), judged how (scorers and judge model), the metrics with 95% CIs, and every sample's score reduced
-over epochs (mean), keyed by sample id so that runs can be compared pairwise. Identity comes from the task
+dataset hash), judged how (scorers and judge model), the metrics with 95% CIs (Wilson for a mean of 0/1 scores),
+and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise. Identity comes from the task
 metadata written by :mod:`leaderboards.run` when present, else from the task args and the model.
 """
 
@@ -28,11 +28,12 @@ from inspect_ai.log import (
 from inspect_ai.scorer import value_to_float
 
 from leaderboards.run import META_CHECKPOINT, META_NIGHT, META_SUITE, META_TASK
+from leaderboards.stats import Z95, wilson_interval
 
-Z95 = 1.959963984540054
 ANSWER_CHARS = 500
 MEAN_METRICS = frozenset({"accuracy", "mean"})
-"""Metrics whose CI follows from Inspect's ``stderr`` metric (the standard error of the mean score)."""
+"""Metrics that are the mean sample score, so they get a 95% CI: Wilson for 0/1 scores, else from the
+standard error (Inspect's ``stderr`` metric, or computed from the samples)."""
 
 _to_float = value_to_float()
 
@@ -204,13 +205,23 @@ def _metrics(log: EvalLog, samples: list[SampleScore]) -> list[MetricValue]:
         stderr = stderr_metric.value if stderr_metric else _stderr(by_score.get(score.name, []))
         for name, metric in score.metrics.items():
             value = float(metric.value)
-            if name in MEAN_METRICS and stderr is not None and not math.isnan(stderr):
-                metrics.append(
-                    MetricValue(score.name, name, value, stderr, value - Z95 * stderr, value + Z95 * stderr)
-                )
+            if name in MEAN_METRICS:
+                low, high = _mean_interval(value, stderr, by_score.get(score.name, []))
+                metrics.append(MetricValue(score.name, name, value, stderr, low, high))
             else:
                 metrics.append(MetricValue(score.name, name, value))
     return metrics
+
+
+def _mean_interval(
+    value: float, stderr: float | None, samples: list[float]
+) -> tuple[float | None, float | None]:
+    """95% CI of a mean score: Wilson for 0/1 sample scores, else ``value ± 1.96 stderr`` (None without one)."""
+    if samples and all(v in (0.0, 1.0) for v in samples):
+        return wilson_interval(sum(samples), len(samples))
+    if stderr is None or math.isnan(stderr):
+        return None, None
+    return value - Z95 * stderr, value + Z95 * stderr
 
 
 def _stderr(values: list[float]) -> float | None:

@@ -1,4 +1,5 @@
-"""Paired regression statistics: is the candidate significantly worse than the baseline on the same samples?
+"""Leaderboard statistics: is the candidate significantly worse than the baseline on the same samples? And the
+95% interval of one run's accuracy (Wilson score interval, which stays inside [0, 1] and is not empty at 0% or 100%).
 
 - binary per-sample scores (0/1): exact one-sided McNemar test on the discordant pairs
   (b = baseline right & candidate wrong, c = the reverse; p = P[Binomial(b + c, 1/2) >= b]);
@@ -118,6 +119,17 @@ def adjust(p_values: list[float], method: str = "holm") -> list[float]:
     else:
         raise ValueError(f"unknown multiple-comparison method {method!r}; use 'holm' or 'bh'")
     return adjusted
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``successes / n`` (95% by default)."""
+    if n <= 0:
+        raise ValueError(f"a proportion needs at least one trial, got n={n}")
+    share = successes / n
+    shrink = 1 + z * z / n
+    centre = (share + z * z / (2 * n)) / shrink
+    half_width = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / shrink
+    return max(0.0, centre - half_width), min(1.0, centre + half_width)
 
 
 def _wald(differences: np.ndarray) -> tuple[float, float]:

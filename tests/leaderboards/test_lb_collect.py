@@ -36,14 +36,15 @@ def test_rows_carry_identity_metrics_and_samples(eval_logs, xss_answer):
         "lbtest",
     )
     assert (flaky.headline_score, flaky.headline_metric) == ("final", "accuracy")
-    # 8 of 40 wrong (i = 0, 5, ..., 35): accuracy 0.8, stderr sqrt(0.8 * 0.2 * 40 / 39) / sqrt(40) = sqrt(0.16 / 39)
+    # 8 of 40 wrong (i = 0, 5, ..., 35): accuracy 0.8, stderr sqrt(0.8 * 0.2 * 40 / 39) / sqrt(40) = sqrt(0.16 / 39);
+    # Wilson 95%: centre (0.8 + z²/80) / (1 + z²/40), half-width z sqrt(0.16/40 + z²/6400) / (1 + z²/40)
     headline = flaky.headline
-    stderr = math.sqrt(0.16 / 39)
     assert headline.value == pytest.approx(0.8)
-    assert headline.stderr == pytest.approx(stderr)
-    assert (headline.ci_low, headline.ci_high) == pytest.approx(
-        (0.8 - 1.959964 * stderr, 0.8 + 1.959964 * stderr)
-    )
+    assert headline.stderr == pytest.approx(math.sqrt(0.16 / 39))
+    assert (headline.ci_low, headline.ci_high) == pytest.approx((0.65243, 0.89500), abs=1e-5)
+    # all 40 right: Wilson is [40 / (40 + z²), 1], not the empty Wald interval [1, 1]
+    good = rows[("good", "direct")].headline
+    assert (good.value, good.ci_low, good.ci_high) == pytest.approx((1.0, 0.91238, 1.0), abs=1e-5)
     final = {s.sample_id: s for s in flaky.samples if s.score == "final"}
     assert len(final) == 40
     assert (final["q0"].value, final["q0"].answer) == (0.0, xss_answer)

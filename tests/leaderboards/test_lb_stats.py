@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from leaderboards.stats import adjust, bootstrap_drop, mcnemar_drop, paired_drop_test
+from leaderboards.stats import adjust, bootstrap_drop, mcnemar_drop, paired_drop_test, wilson_interval
 
 
 def test_mcnemar_counts_only_discordant_pairs():
@@ -43,6 +43,14 @@ def test_paired_test_rejects_unpaired_input():
         paired_drop_test(np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="at least one common sample"):
         paired_drop_test(np.ones(0), np.ones(0))
+
+
+def test_wilson_interval_by_hand():
+    # 0 of 10: [0, z² / (10 + z²)]; 5 of 10: 0.5 ± z sqrt(0.025 + z²/400) / (1 + z²/10)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.27753), abs=1e-5)
+    assert wilson_interval(5, 10) == pytest.approx((0.23659, 0.76341), abs=1e-5)
+    with pytest.raises(ValueError, match="at least one trial"):
+        wilson_interval(0, 0)
 
 
 def test_holm_and_benjamini_hochberg_by_hand():

@@ -1,9 +1,15 @@
-"""The static site: escaped model text, tables and plots rendered in real headless Chromium, Markdown summary."""
+"""The static site: escaped model text, tables and plots rendered in real headless Chromium, Markdown summary.
+
+The Chromium screenshot is kept as a test artifact: ``$MARA_TEST_ARTIFACTS/mara-leaderboard-screenshot.png``
+(default: the system temp folder).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -124,4 +130,6 @@ def test_site_renders_in_headless_chromium_without_running_model_scripts(site, t
         page.screenshot(path=str(shot), full_page=True)
         browser.close()
     assert shot.stat().st_size > 10_000
-    shutil.copyfile(shot, Path("/tmp") / "mara-leaderboard-screenshot.png")
+    artifacts = Path(os.environ.get("MARA_TEST_ARTIFACTS", tempfile.gettempdir()))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, artifacts / "mara-leaderboard-screenshot.png")

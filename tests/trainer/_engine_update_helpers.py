@@ -4,6 +4,7 @@ two-rank worker process (``python _engine_update_helpers.py MODEL_DIR OUT`` unde
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from typing import Any
 
@@ -59,7 +60,8 @@ def update(trainer: Trainer, samples: list[Sample]) -> dict[str, Any]:
 
 
 def two_rank_worker(model_dir: str, out: str) -> None:
-    """Both modes on unequal shares (rank 0: group q0, rank 1: q1-q3), then an FSDP save, resume and full step."""
+    """Both modes on unequal shares (rank 0: group q0, rank 1: q1-q3), then an FSDP save, resume and full step,
+    and a full FSDP PPO step (critic and reference sharded as well)."""
     torch.set_num_threads(1)
     results = {}
     for parallel in ("replicate", "fsdp"):
@@ -71,6 +73,9 @@ def two_rank_worker(model_dir: str, out: str) -> None:
     # whole states, on rank 0 only; copied, as the optimizer's step counters are the live tensors
     resumed_state, saved_state = copy.deepcopy(resumed.state_dict()), copy.deepcopy(trainer.state_dict())
     results["rollout_step"] = resumed.train_step()
+    ppo = train_config(model_dir, "fsdp")
+    ppo.algorithm = dataclasses.replace(ppo.algorithm, advantage="gae", kl_coef=0.1, ppo_epochs=2)
+    results["ppo_step"] = Trainer(ppo, f"{out}.ppo").train_step()  # sharded critic and reference too
     if trainer.dist.is_main:
         results["resumed"] = {
             "params": resumed_state["model"],

@@ -4,7 +4,8 @@ One launch of two worker processes runs both modes (the single-process reference
 each rank trains on an UNEQUAL share of the same samples (1 vs 3 of the 4 groups, so the ranks also make
 different numbers of micro-batch passes), and must end with the loss, gradients and parameters of one process
 training on all of them. The FSDP run then checkpoints, resumes into a fresh sharded trainer, and takes a full
-rollout-and-update step (token-by-token generation of different lengths on each rank).
+rollout-and-update step (token-by-token generation of different lengths on each rank); a sharded PPO run (critic
+and reference model sharded too) takes one as well.
 """
 
 from __future__ import annotations
@@ -69,3 +70,7 @@ def test_two_gloo_ranks_replicated_or_fsdp_step_like_one_process(tiny_model_dir,
             assert torch.equal(resumed["optimizer"][name][key], value), (name, key)
     step = ranks["rollout_step"]
     assert step["skipped"] == 0.0 and step["tokens"] > 0 and step["step"] == 0.0
+    ppo = ranks["ppo_step"]
+    assert (
+        ppo["skipped"] == 0.0 and ppo["value_loss"] > 0 and ppo["kl"] == 0.0
+    )  # epoch 1: policy == reference

@@ -27,7 +27,7 @@ from inspect_ai.log import (
 )
 from inspect_ai.scorer import value_to_float
 
-from leaderboards.run import META_CHECKPOINT, META_NIGHT, META_SUITE, META_TASK
+from leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
 from leaderboards.stats import Z95, wilson_interval
 
 ANSWER_CHARS = 500
@@ -266,8 +266,8 @@ def _judge_model(log: EvalLog) -> str | None:
 
 def _code_version(log: EvalLog) -> str | None:
     metadata = log.eval.metadata or {}
-    if metadata.get("code_version"):
-        return str(metadata["code_version"])
+    if metadata.get(META_CODE_VERSION):
+        return str(metadata[META_CODE_VERSION])
     revision = log.eval.revision
     if revision is None:
         return None

@@ -1,7 +1,7 @@
 """Run a suite through Inspect's ``eval_set``: one task per checkpoint × task × system × protocol.
 
-Each task carries the leaderboard identity in its metadata (suite, checkpoint, leaderboard task name, night) so that
-the logs can be collected without the suite file. ``eval_set`` is resumable: a second call into the same log
+Each task carries the leaderboard identity in its metadata (suite, checkpoint, leaderboard task name, night, and the
+mara-bench code version) so that the logs can be collected without the suite file. ``eval_set`` is resumable: a second call into the same log
 directory only runs what is missing or failed.
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ META_SUITE = "leaderboard_suite"
 META_CHECKPOINT = "checkpoint"
 META_TASK = "leaderboard_task"
 META_NIGHT = "night"
+META_CODE_VERSION = "code_version"
 
 
 def load_task_function(spec: str, search_dirs: tuple[Path, ...] = ()) -> Callable[..., Task]:
@@ -43,9 +46,24 @@ def load_task_function(spec: str, search_dirs: tuple[Path, ...] = ()) -> Callabl
     return function
 
 
+def code_version() -> str:
+    """The mara-bench code that runs the suite: its git commit (``-dirty`` with uncommitted changes to tracked files)
+    in a checkout, else the installed package version. (Inspect's own git revision is of the current folder.)"""
+    root = Path(__file__).resolve().parents[1]
+    if (root / ".git").exists():
+        try:
+            commit = _git(root, "rev-parse", "--short=12", "HEAD")
+            changed = _git(root, "status", "--porcelain", "--untracked-files=no")
+            return commit + ("-dirty" if changed else "")
+        except (OSError, subprocess.SubprocessError):
+            pass  # git missing or failing: fall back to the package version
+    return "mara-bench " + importlib.metadata.version("mara-bench")
+
+
 def build_tasks(suite: Suite, night: str) -> list[Task]:
     """The Inspect tasks for one night of ``suite``, each bound to its checkpoint's model and roles."""
     search_dirs = (Path.cwd(),) + ((suite.source.parent,) if suite.source else ())
+    version = code_version()
     tasks = []
     for suite_task in suite.tasks:
         function = load_task_function(suite_task.task, search_dirs)
@@ -53,7 +71,7 @@ def build_tasks(suite: Suite, night: str) -> list[Task]:
             for system in suite_task.systems:
                 for protocol in suite_task.protocols:
                     tasks.append(
-                        _bound_task(function, suite, suite_task, checkpoint, system, protocol, night)
+                        _bound_task(function, suite, suite_task, checkpoint, system, protocol, night, version)
                     )
     return tasks
 
@@ -73,6 +91,7 @@ def _bound_task(
     system: str | None,
     protocol: str | None,
     night: str,
+    version: str,
 ) -> Task:
     args = dict(suite_task.args)
     if system is not None:
@@ -89,11 +108,18 @@ def _bound_task(
         META_CHECKPOINT: checkpoint.name,
         META_TASK: suite_task.name,
         META_NIGHT: night,
+        META_CODE_VERSION: version,
     }
     model = (
         get_model(checkpoint.model, **checkpoint.model_args) if checkpoint.model_args else checkpoint.model
     )
     return task_with(task, model=model, model_roles=dict(checkpoint.roles) or None, metadata=metadata)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
 
 
 def _find_file(file_part: str, search_dirs: tuple[Path, ...]) -> Path:

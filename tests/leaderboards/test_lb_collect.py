@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import fsspec
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
+import leaderboards.run as run_module
 from leaderboards.collect import SkippedLogWarning, collect, list_logs, read_run
 from leaderboards.run import run_suite
 from leaderboards.suite import parse_suite
@@ -57,6 +59,10 @@ def test_rows_carry_identity_metrics_and_samples(eval_logs, xss_answer):
     )
     # every run evaluated the same 40 questions: one dataset hash; the log hash is the file's identity
     assert len({r.dataset_hash for r in rows.values()}) == 1
+    # the mara-bench commit that ran the suite (Inspect records no git revision under pytest)
+    assert len({r.code_version for r in rows.values()}) == 1
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?", flaky.code_version), flaky.code_version
+    assert flaky.created.tzinfo is not None and flaky.created.year >= 2026
     assert len({r.log_hash for r in rows.values()}) == 4
 
 
@@ -109,3 +115,11 @@ def test_read_run_names_the_problem(tmp_path):
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ValueError, match="cannot be read"):
         read_run(str(bad))
+
+
+def test_code_version_without_git_is_the_package_version(monkeypatch):
+    def no_git(*_args):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(run_module, "_git", no_git)
+    assert re.fullmatch(r"mara-bench \d+\.\d+\.\d+\S*", run_module.code_version())

@@ -23,24 +23,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from harness.binpack import first_fit_decreasing
 from trainer.samples import Sample
 
 LAYOUTS = ("bucket", "pack")
 
 
 def plan_packs(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
-    """Row indices per packed micro-batch: first-fit decreasing; a row longer than the budget goes alone."""
-    bins: list[list[int]] = []
-    room: list[int] = []
-    for row in sorted(range(len(lengths)), key=lambda r: -lengths[r]):
-        target = next((b for b, free in enumerate(room) if free >= lengths[row]), None)
-        if target is None:
-            bins.append([row])
-            room.append(token_budget - lengths[row])
-        else:
-            bins[target].append(row)
-            room[target] -= lengths[row]
-    return [sorted(b) for b in bins]
+    """Row indices per packed micro-batch: first-fit decreasing (MARS's packer); a row longer than the budget goes alone."""
+    return [sorted(packed) for packed in first_fit_decreasing(lengths, token_budget)]
 
 
 def plan_buckets(lengths: Sequence[int], token_budget: int, max_padding: float) -> list[list[int]]:

@@ -2,7 +2,8 @@
 
 Layout under ``--out``: ``logs/<night>/`` (Inspect eval-set logs; a second call the same night only runs what is
 missing), ``history.sqlite`` (unless ``--db`` names another database), ``site/index.html`` and ``site/summary.md``.
-Exit codes: 0 no regression, 1 at least one regression, 2 a bad suite or argument.
+Exit codes: 0 no regression, 1 at least one regression, 2 a bad suite or argument, 3 no regression but some tasks
+did not finish (run the same command again to resume them).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     night = args.night or datetime.now(UTC).strftime("%Y-%m-%d")
     logs = out / "logs"
+    finished = True
     if not args.no_run:
         night_logs = logs / night
         night_logs.mkdir(parents=True, exist_ok=True)
@@ -96,4 +98,6 @@ def main(argv: list[str]) -> int:
             f"p adj. {comparison.p_adjusted:.4g}"
         )
     print(f"site: {index}\nsummary: {index.parent / 'summary.md'}")
-    return 1 if regressions else 0
+    if regressions:
+        return 1
+    return 0 if finished else 3

@@ -2,10 +2,10 @@
 
 Extraction looks, in this order, for the last balanced ``\\boxed{...}`` (nested braces allowed, also ``\\boxed 5``),
 the last ``<answer>...</answer>`` tag, the last ``ANSWER:`` / ``FINAL ANSWER:`` line, and the last "final answer is"
-phrase; a response that is nothing but one bare answer (``42``, ``$\frac{1}{2}$``: no white space, e.g. what an agent
-system stored from its own ``<answer>`` tag) is its own answer. Comparison uses math-verify, except that integer answers (AIME, BeyondAIME up to 8 digits) are compared as
-exact integers: ``025`` = 25, ``336^\\circ`` = 336, ``1,000`` = 1000, and no float tolerance can equate 12345678
-with 12345679.
+phrase; a response that is nothing but one bare answer (``42``, ``$\\frac{1}{2}$``: no white space, e.g. what an
+agent system stored from its own ``<answer>`` tag) is its own answer. Comparison uses math-verify, except that
+integer answers (AIME, BeyondAIME up to 8 digits) are compared as exact integers: ``025`` = 25, ``336^\\circ`` = 336,
+``1,000`` = 1000, and no float tolerance can equate 12345678 with 12345679.
 """
 
 from __future__ import annotations

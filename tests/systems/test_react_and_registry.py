@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.prompts import PROMPT_DIR, fill, load_prompt
+from harness.prompts import PROMPT_DIR, fill, load_prompt, read_prompt_file
 from harness.systems import SYSTEMS, get_system, react, run_system
 from harness.systems.toolloop import TOOL_DESCRIPTIONS, parse_tool_calls
 
@@ -31,6 +31,16 @@ def test_every_prompt_names_its_source_and_loads():
     for path in files:
         assert path.read_text(encoding="utf-8").startswith("# Source: "), path.name
         assert load_prompt(path.stem).strip()
+
+
+def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp_path):
+    (tmp_path / "good.txt").write_text("# Source: ours\nline one\nline two\n", encoding="utf-8")
+    (tmp_path / "bare.txt").write_text("no header here\n", encoding="utf-8")
+    assert read_prompt_file(tmp_path, "good", "# Source:") == "line one\nline two"
+    with pytest.raises(ValueError, match=r"bare.txt must start with a '# Source: ...' line"):
+        read_prompt_file(tmp_path, "bare", "# Source:")
+    with pytest.raises(ValueError, match="known prompts: bare, good"):
+        read_prompt_file(tmp_path, "missing", "# Source:")
 
 
 def test_tool_call_example_in_the_prompt_uses_the_tools_argument_names():

@@ -63,6 +63,9 @@ class RolloutConfig:
 
 @dataclass
 class AlgorithmConfig:
+    method: str = "grpo"
+    """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc system),
+    ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
     advantage: str = "grpo"
     """``grpo`` (group-normalised outcome rewards) or ``gae`` (PPO with a critic)."""
     grpo_eps: float = 1e-6

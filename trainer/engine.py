@@ -33,12 +33,13 @@ from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, 
 
 from harness.providers.generation import Sampling
 from harness.systems import build_toolbox, get_system, run_system
-from harness.systems.types import Episode
+from harness.systems.types import Episode, Toolbox
 from trainer.advantages import gae, grpo
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 from trainer.config import TrainConfig, to_dict
 from trainer.distributed import Distributed
 from trainer.losses import aggregate, entropy, kl, policy_loss
+from trainer.methods import GroupNorm, concatenate, get_method
 from trainer.packing import (
     MicroBatch,
     micro_batches,
@@ -48,7 +49,7 @@ from trainer.packing import (
     token_logprobs,
 )
 from trainer.policy import PolicyChat
-from trainer.samples import Sample, samples_from_episode
+from trainer.samples import Sample
 from trainer.vllm_rollout import rollout_backend
 
 
@@ -107,6 +108,12 @@ class Trainer:
         self.config = config
         self.run_dir = Path(run_dir)
         self.dist = Distributed.from_env(config.parallel)
+        self.method = get_method(config.algorithm.method)
+        if self.method.estimator not in (None, config.algorithm.advantage):
+            raise ValueError(
+                f"algorithm.method {self.method.name!r} needs algorithm.advantage {self.method.estimator!r}, "
+                f"got {config.algorithm.advantage!r}"
+            )
         self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
         model_path = self._model_path()
         dtype = getattr(torch, config.model.dtype)
@@ -143,7 +150,7 @@ class Trainer:
         self.task = load_task(config.task.factory, config.task.args)
         self.system = get_system(config.task.system)
         self.system_options, tool_settings = self.system.split_options(config.task.system_options)
-        self.toolbox = build_toolbox(self.system, tool_settings)
+        self.toolbox = self._toolbox(tool_settings)
         self.prompts = PromptOrder(len(self.task.items), config.seed)
         rollout = config.rollout
         sampling = Sampling(
@@ -177,6 +184,18 @@ class Trainer:
         self.dist.barrier()
         return path
 
+    def _toolbox(self, tool_settings: dict[str, Any]) -> Toolbox:
+        """The task's own toolbox when it has one (an offline corpus, say), else the system's tools as configured."""
+        own = getattr(self.task, "toolbox", None)
+        if own is None:
+            return build_toolbox(self.system, tool_settings)
+        if tool_settings:
+            raise ValueError(
+                f"the task provides its own toolbox; remove the tool settings {sorted(tool_settings)} from "
+                "task.system_options"
+            )
+        return own
+
     def _load(self, cls: Any, path: Path | str, dtype: torch.dtype, **kwargs: Any) -> torch.nn.Module:
         """Load a model onto this rank's device, sharded when the run is FSDP."""
         model = cls.from_pretrained(path, dtype=dtype, **kwargs)
@@ -196,7 +215,8 @@ class Trainer:
                 self.vllm.sync(self.policy.named_parameters())
             episodes = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
-        samples = self._score(items, episodes)
+        groups = self._score(items, episodes)
+        samples = concatenate(groups)
         scored = time.perf_counter()
         metrics = self._reward_metrics(samples)
         bad = [s.group_key for s in samples if not math.isfinite(s.reward)]
@@ -204,6 +224,8 @@ class Trainer:
             metrics.update(skipped=1.0)
             print(f"step {self.step}: non-finite reward for questions {sorted(set(bad))}; step skipped")
         else:
+            if self.method.advantages is not None:
+                samples = concatenate([self.method.advantages(group, self._group_norm()) for group in groups])
             metrics.update(self._update(samples))
         finished = time.perf_counter()
         tokens = self.dist.sum([sum(len(s.input_ids) for s in samples)])[0]
@@ -230,16 +252,18 @@ class Trainer:
         episodes = await asyncio.gather(*runs)
         return [episodes[i * size : (i + 1) * size] for i in range(len(items))]
 
-    def _score(self, items: list[dict[str, Any]], episodes: list[list[Episode]]) -> list[Sample]:
-        samples: list[Sample] = []
-        for item, group in zip(items, episodes, strict=True):
-            for episode in group:
-                reward = float(self.task.reward(item, episode))
-                new = samples_from_episode(episode, self.tokenizer, group_key=str(item["id"]), reward=reward)
-                for sample in new:
-                    sample.parent = None if sample.parent is None else sample.parent + len(samples)
-                samples += new
-        return samples
+    def _score(self, items: list[dict[str, Any]], episodes: list[list[Episode]]) -> list[list[Sample]]:
+        """Each question's rewarded samples, as the method makes them (parents local to each question's list)."""
+        return [
+            self.method.rewarded_samples(item, group, self.task, self.tokenizer)
+            for item, group in zip(items, episodes, strict=True)
+        ]
+
+    def _group_norm(self) -> GroupNorm:
+        algo = self.config.algorithm
+        return GroupNorm(
+            eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std
+        )
 
     def _reward_metrics(self, samples: list[Sample]) -> dict[str, float]:
         finite = [s.reward for s in samples if math.isfinite(s.reward)]
@@ -263,21 +287,25 @@ class Trainer:
     def _advantages(
         self, samples: list[Sample], order: list[int], values: list[Tensor] | None
     ) -> tuple[list[Tensor], list[Tensor] | None]:
-        """Per-sample token advantages in ``order`` (GRPO scalars broadcast; GAE over the masked tokens), and
-        the GAE returns the critic regresses on (None for GRPO)."""
+        """Per-sample token advantages in ``order`` (GRPO scalars broadcast, or the method's own advantages --
+        scalars or per-token values -- on each row's mask; GAE over the masked tokens), and the GAE returns the
+        critic regresses on (None for GRPO)."""
         algo = self.config.algorithm
         masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in order]
         if values is None:
-            scalars = grpo(
-                [samples[i].reward for i in order],
-                [samples[i].group_key for i in order],
-                eps=algo.grpo_eps,
-                unbiased=algo.grpo_unbiased_std,
-                normalize_std=algo.grpo_normalize_std,
-            )
-            for i, scalar in zip(order, scalars.tolist(), strict=True):
-                samples[i].advantage = scalar
-            return [scalar * mask for scalar, mask in zip(scalars.tolist(), masks, strict=True)], None
+            if self.method.advantages is None:
+                norm = self._group_norm()
+                scalars = grpo(
+                    [samples[i].reward for i in order],
+                    [samples[i].group_key for i in order],
+                    eps=norm.eps,
+                    unbiased=norm.unbiased,
+                    normalize_std=norm.normalize_std,
+                )
+                for i, scalar in zip(order, scalars.tolist(), strict=True):
+                    samples[i].advantage = scalar
+            advantages = [torch.as_tensor(samples[i].advantage, dtype=torch.float32) for i in order]
+            return [advantage * mask for advantage, mask in zip(advantages, masks, strict=True)], None
         mask = rows(masks)
         last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
         token_rewards = torch.zeros_like(mask)

@@ -1,1 +1,28 @@
-"""trainer/methods package."""
+"""The training methods, by name (``algorithm.method`` in a recipe): how episodes become rewarded samples and
+which advantages they get.
+
+* ``grpo`` -- plain GRPO on the episode's outcome reward (any system);
+* ``marsrl`` -- MarsRL's agent-specific rewards for the V-C system (``marsrl.py``);
+* ``mars`` -- MARS's shared trajectory reward, per-system advantages and balanced System-1 sampling (``mars.py``);
+* ``matpo`` -- MATPO's 0.9·acc + 0.1·fmt reward, planner advantages broadcast to workers (``matpo.py``);
+* ``mask`` -- M-ASK's turn-level F1 rewards for PPO with a shared critic (``mask.py``).
+"""
+
+from __future__ import annotations
+
+from trainer.methods import grpo, mars, marsrl, mask, matpo
+from trainer.methods.base import GroupNorm, Method, concatenate
+
+METHODS: dict[str, Method] = {
+    module.METHOD.name: module.METHOD for module in (grpo, marsrl, mars, matpo, mask)
+}
+
+
+def get_method(name: str) -> Method:
+    """The method registered as ``name``; an unknown name raises a ValueError listing the known ones."""
+    if name not in METHODS:
+        raise ValueError(f"unknown algorithm.method {name!r}; known methods: {', '.join(sorted(METHODS))}")
+    return METHODS[name]
+
+
+__all__ = ["METHODS", "GroupNorm", "Method", "concatenate", "get_method"]

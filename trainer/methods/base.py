@@ -1,0 +1,100 @@
+"""What a training method is, and the sample plumbing every method shares.
+
+A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
+estimator the engine runs on them (``estimator``), and -- when its advantages are not the engine's plain GRPO over
+``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
+finite; it may also change the set of rows, as MARS's balanced sampling does).
+
+Sample ``parent`` indices are local to the list a method returns; ``concatenate`` offsets them when the engine joins
+the questions of a step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.systems.types import Episode, ModelCall
+from trainer.samples import Sample, sample_from_call
+
+RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
+"""``rewarded_samples(item, episodes, task, tokenizer) -> samples`` for one question and its group of episodes."""
+
+
+@dataclass(frozen=True)
+class GroupNorm:
+    """How group-relative advantages are normalised (the ``algorithm.grpo_*`` settings)."""
+
+    eps: float = 1e-6
+    unbiased: bool = True
+    normalize_std: bool = True
+
+
+Advantages = Callable[[list[Sample], GroupNorm], list[Sample]]
+"""``advantages(samples, norm) -> samples`` for one question: sets every row's ``advantage`` (a scalar, or one
+value per response token) and returns the rows to train on."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered training method (see the module docstring)."""
+
+    name: str
+    rewarded_samples: RewardedSamples
+    estimator: str | None = None
+    """The ``algorithm.advantage`` the method needs (``grpo`` or ``gae``); ``None`` accepts either."""
+    advantages: Advantages | None = None
+    """The method's own advantage assignment; ``None`` lets the engine run ``estimator`` on the samples."""
+
+
+def question_id(item: dict[str, Any]) -> str:
+    """The group key of a question: its id."""
+    return str(item["id"])
+
+
+def role_group(item: dict[str, Any], role: str) -> str:
+    """The group key that normalises one agent role within one question: ``<id>/<role>``."""
+    return f"{question_id(item)}/{role}"
+
+
+def concatenate(groups: Sequence[list[Sample]]) -> list[Sample]:
+    """Join per-question (or per-episode) sample lists into one; each list's local ``parent`` indices are offset
+    in the joined rows (shallow copies: the lists passed in keep their own indices)."""
+    joined: list[Sample] = []
+    for group in groups:
+        offset = len(joined)
+        joined += [
+            dataclasses.replace(s, parent=None if s.parent is None else s.parent + offset) for s in group
+        ]
+    return joined
+
+
+def call_samples(
+    tokenizer: Any, calls: list[ModelCall], rewards: dict[int, float], group_key: Callable[[ModelCall], str]
+) -> list[Sample]:
+    """One sample per call (for systems whose calls never continue one another: V-C, M-ASK), rewarded by call id.
+
+    A call's ``parent`` becomes the index of its parent call's sample when that call is among ``calls``.
+    """
+    position = {call.id: index for index, call in enumerate(calls)}
+    samples = []
+    for call in calls:
+        sample = sample_from_call(tokenizer, call, group_key=group_key(call), reward=rewards[call.id])
+        sample.parent = position.get(call.parent) if call.parent is not None else None
+        samples.append(sample)
+    return samples
+
+
+def train_final_reply_only(sample: Sample) -> Sample:
+    """Keep the loss on the call's own reply only: the trailing run of trained tokens.
+
+    A prompt that replays another agent's output as an assistant turn (the V-C Corrector continues the Solver's
+    conversation) would otherwise train that output under this call's reward.
+    """
+    trailing = len(sample.loss_mask)
+    while trailing > 0 and sample.loss_mask[trailing - 1] == 1:
+        trailing -= 1
+    sample.loss_mask = [0] * trailing + sample.loss_mask[trailing:]
+    return sample

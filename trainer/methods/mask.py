@@ -1,0 +1,69 @@
+"""M-ASK (seeds/004 §3.3, appendix F algorithm 1): turn-level rewards for ``harness.systems.mask``, trained by
+independent PPO with one shared critic (the engine's GAE path; the paper's code uses gamma = lambda = 1).
+
+Every agent call is one transition of the replay buffer (algorithm 1, lines 9, 16, 29-32) and one sample, rewarded
+on its last token:
+
+* Plan: ``F1(a_0, y)`` (eq. 2); Answer at turn t: ``F1(a_t, y)`` (eq. 2) -- the Answer agent runs every turn at
+  train time, so the system must run with ``answer_every_turn: true``;
+* Search, Summary, Update of turn t: the shared gain ``F1(a_t, y) - F1(a_{t-1}, y)`` (eq. 3);
+* a Search call that ends the loop (``<end>``, or a reply with neither tag) earns 0 (line 16).
+
+F1 is ``judges.lexical`` under M-ASK's own variant (``"mask"``); a yes/no item that variant leaves out of the F1
+average is rewarded by its exact match, which is the token F1 of a one-word answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.systems.mask import ANSWER, PLAN, SEARCH
+from harness.systems.types import Episode
+from judges.lexical import score
+from trainer.methods.base import Method, call_samples, concatenate, question_id
+from trainer.samples import Sample
+
+END_REWARD = 0.0
+"""Algorithm 1, line 16: the Search agent's ``<end>`` transition."""
+
+
+def f1_reward(answer: str | None, golds: str | list[str]) -> float:
+    """F1 of ``answer`` against the golds (M-ASK variant); exact match where that variant excludes F1."""
+    scores = score(answer or "", golds, variant="mask")
+    return scores["f1"] if scores["f1"] is not None else scores["em"]
+
+
+def turn_rewards(episode: Episode, golds: str | list[str]) -> dict[int, float]:
+    """Call id -> reward for every call of an M-ASK episode (eq. 2-3, algorithm 1)."""
+    answered = {entry["call"]: entry["answer"] for entry in episode.intermediate_answers}
+    turn_f1 = {entry["turn"]: f1_reward(entry["answer"], golds) for entry in episode.intermediate_answers}
+    rewards: dict[int, float] = {}
+    for call in episode.calls:
+        if call.role in (PLAN, ANSWER):  # eq. 2; an Answer call after the loop answers the final answer
+            rewards[call.id] = f1_reward(answered.get(call.id, episode.final_answer), golds)
+        elif call.role == SEARCH and call.meta.get("action") != "search":
+            rewards[call.id] = END_REWARD
+        elif call.turn in turn_f1 and call.turn - 1 in turn_f1:  # eq. 3, shared by search, summary, update
+            rewards[call.id] = turn_f1[call.turn] - turn_f1[call.turn - 1]
+        else:
+            raise ValueError(
+                f"M-ASK episode has no answer for turn {call.turn} (or {call.turn - 1}) to reward its {call.role} "
+                "call: run the mask system with system_options answer_every_turn: true when training"
+            )
+    return rewards
+
+
+def rewarded_samples(
+    item: dict[str, Any], episodes: list[Episode], task: Any, tokenizer: Any
+) -> list[Sample]:  # noqa: ARG001 - rewards are F1 against the item's golds
+    return concatenate(
+        [
+            call_samples(
+                tokenizer, episode.calls, turn_rewards(episode, item["answer"]), lambda _: question_id(item)
+            )
+            for episode in episodes
+        ]
+    )
+
+
+METHOD = Method(name="mask", rewarded_samples=rewarded_samples, estimator="gae")

@@ -37,14 +37,19 @@ def _token_overlap(prediction: str, gold: str) -> tuple[float, float, float]:
     return 2 * precision * recall / (precision + recall), precision, recall
 
 
+def check_variant(variant: str) -> None:
+    """Raise ``ValueError`` naming the valid variants unless ``variant`` is one of ``VARIANTS``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"Unknown lexical variant {variant!r}; valid variants: {', '.join(VARIANTS)}")
+
+
 def score(prediction: str, golds: str | Sequence[str], variant: str = "flashrag") -> dict[str, float | None]:
     """em, acc (cover-EM), f1, precision and recall of ``prediction`` against ``golds`` under ``variant``.
 
     Under ``"mask"`` the f1, precision and recall of a yes/no item are ``None``: the item is excluded from their
     averages (see the module docstring).
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"Unknown lexical variant {variant!r}; valid variants: {', '.join(VARIANTS)}")
+    check_variant(variant)
     gold_list = [golds] if isinstance(golds, str) else list(golds)
     if not gold_list:
         raise ValueError("score() needs at least one gold answer")

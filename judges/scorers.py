@@ -79,10 +79,7 @@ def math_scorer(answer: str = "final") -> Scorer:
 @scorer(metrics=[lexical_summary()], name="lexical")
 def lexical_scorer(answer: str = "final", variant: str = "flashrag") -> Scorer:
     """EM, cover-EM ("acc") and token F1 against every gold answer (``variant``: "flashrag" or M-ASK's "mask")."""
-    if variant not in lexical.VARIANTS:
-        raise ValueError(
-            f"Unknown lexical variant {variant!r}; valid variants: {', '.join(lexical.VARIANTS)}"
-        )
+    lexical.check_variant(variant)  # at task creation, before any sample runs
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer) or ""

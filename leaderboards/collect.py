@@ -2,8 +2,9 @@
 
 One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
 dataset hash), judged how (scorers and judge model), the metrics with 95% CIs (Wilson for a mean of 0/1 scores),
-and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise. Identity comes from the task
-metadata written by :mod:`leaderboards.run` when present, else from the task args and the model.
+and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise.
+Identity comes from the task metadata written by :mod:`leaderboards.run` when present, else from the task args
+and the model.
 """
 
 from __future__ import annotations
@@ -113,17 +114,12 @@ def file_hash(location: str) -> str:
 def collect(location: str) -> Iterator[RunRecord]:
     """Rows for every usable log under ``location``; unusable ones are skipped with a :class:`SkippedLogWarning`."""
     for path in list_logs(location):
-        record = read_run_or_warn(path)
-        if record is not None:
-            yield record
-
-
-def read_run_or_warn(path: str, log_hash: str | None = None) -> RunRecord | None:
-    try:
-        return read_run(path, log_hash)
-    except UnusableLog as error:
-        warnings.warn(f"skipping log {path}: {error}", SkippedLogWarning, stacklevel=2)
-        return None
+        try:
+            record = read_run(path)
+        except UnusableLog as error:
+            warnings.warn(f"skipping log {path}: {error}", SkippedLogWarning, stacklevel=2)
+            continue
+        yield record
 
 
 def read_run(path: str, log_hash: str | None = None) -> RunRecord:

@@ -1,8 +1,8 @@
 """Run a suite through Inspect's ``eval_set``: one task per checkpoint × task × system × protocol.
 
 Each task carries the leaderboard identity in its metadata (suite, checkpoint, leaderboard task name, night, and the
-mara-bench code version) so that the logs can be collected without the suite file. ``eval_set`` is resumable: a second call into the same log
-directory only runs what is missing or failed.
+mara-bench code version) so that the logs can be collected without the suite file. ``eval_set`` is resumable: a
+second call into the same log directory only runs what is missing or failed.
 """
 
 from __future__ import annotations

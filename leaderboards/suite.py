@@ -200,16 +200,8 @@ def _task(raw: Any, where: str) -> SuiteTask:
     for reserved in ("system", "protocol"):
         if reserved in args:
             raise SuiteError(f"{where}.args: set '{reserved}' with '{reserved}s: [...]', not in args")
-    systems = tuple(
-        _string(s, f"{where}.systems")
-        for s in _list(entry.get("systems", [None]), f"{where}.systems")
-        if s is not None
-    ) or (None,)
-    protocols = tuple(
-        _string(p, f"{where}.protocols")
-        for p in _list(entry.get("protocols", [None]), f"{where}.protocols")
-        if p is not None
-    ) or (None,)
+    systems = _names_or_default(entry.get("systems", [None]), f"{where}.systems")
+    protocols = _names_or_default(entry.get("protocols", [None]), f"{where}.protocols")
     default_name = spec.rsplit("@", 1)[-1].rsplit(":", 1)[-1]
     return SuiteTask(
         name=_string(entry.get("name", default_name), f"{where}.name"),
@@ -218,6 +210,11 @@ def _task(raw: Any, where: str) -> SuiteTask:
         systems=systems,
         protocols=protocols,
     )
+
+
+def _names_or_default(raw: Any, where: str) -> tuple[str | None, ...]:
+    """A non-empty list of names (``null`` entries dropped), or ``(None,)``: the task function's own default."""
+    return tuple(_string(name, where) for name in _list(raw, where) if name is not None) or (None,)
 
 
 def _cross_solver(raw: Any, where: str, checkpoint_names: set[str], task_names: set[str]) -> CrossSolver:

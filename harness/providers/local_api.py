@@ -289,9 +289,7 @@ class TransformersModelAPI(ModelAPI):
         )
 
     def to_output(self, completion: Completion, tools: list[ToolInfo], *, with_logprobs: bool) -> ModelOutput:
-        if (
-            tools
-        ):  # tool calls in any of the common open-model formats: <tool_call>{...}</tool_call>, ```json, raw
+        if tools:  # tool calls in any common open-model format: <tool_call>{...}</tool_call>, ```json, raw
             message = HFHandler(self.model_name, TOOL_FORMAT).parse_assistant_response(completion.text, tools)
             message.model = self.model_name
         else:

@@ -3,12 +3,14 @@
 Each agent role (``solver``, ``verifier``, ``system1`` ...) is served by ``get_model(role=...)``: the model bound
 with ``--model-role <role>=<model>``, else the evaluated model. That is what lets a trained Verifier/Corrector be
 paired with any solver. In a multi-agent system every call runs inside a transcript span named after its role, so
-``inspect view`` shows who said what (a single-agent system skips the spans: they would say nothing and cost time). The protocol's sampling settings (the task's generate config) apply to every role's model, not only
-to the evaluated one.
+``inspect view`` shows who said what (a single-agent system skips the spans: they would say nothing and cost
+time). The protocol's sampling settings (the task's generate config) apply to every role's model, not only to the
+evaluated one.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from inspect_ai.model import (
@@ -96,9 +98,7 @@ class InspectChat:
         model = self.model_for(role)
         protocol = active_generate_config().model_dump(include=set(_SAMPLING_FIELDS), exclude_none=True)
         config = GenerateConfig(**{**protocol, **sampling})
-        if not self._spans:
-            return reply_from_output(await model.generate(to_inspect_messages(messages), config=config))
-        async with span(name=role, type="agent"):
+        async with span(name=role, type="agent") if self._spans else contextlib.nullcontext():
             output = await model.generate(to_inspect_messages(messages), config=config)
         return reply_from_output(output)
 

@@ -103,9 +103,7 @@ async def run(
     """One MARS rollout; ``episode.final_answer`` is System 2's ``<answer>`` (``None`` if it never answered)."""
     recorder = EpisodeRecorder("mars", question, chat, toolbox)
     meter = token_meter(chat, tokenizer)
-    page_capacity(
-        question, "", sys1_budget, meter
-    )  # a budget System 1's own prompt fills is an error up front
+    page_capacity(question, "", sys1_budget, meter)  # a budget System 1's own prompt fills fails up front
     distiller = _Distiller(recorder, meter, sys1_budget)
     recorder.episode.meta.update(
         {"sys1": sys1, "token_counting": meter.description, "sys1_budget": sys1_budget}

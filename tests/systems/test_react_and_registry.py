@@ -45,9 +45,8 @@ def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp
 
 def test_tool_call_example_in_the_prompt_uses_the_tools_argument_names():
     # harness.tools' search/scholar/retrieve take ``query`` (a string or a list of strings)
-    *_, example = parse_tool_calls(
-        load_prompt("mars_tool_description")
-    )  # the earlier blocks are empty tag mentions
+    # the earlier blocks are empty tag mentions; the last one is the worked example
+    *_, example = parse_tool_calls(load_prompt("mars_tool_description"))
     assert example.error is None and example.name == "search"
     assert list(example.arguments) == ["query"] and '{"query":' in TOOL_DESCRIPTIONS["search"]
     assert example.purpose

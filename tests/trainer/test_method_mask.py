@@ -1,0 +1,88 @@
+"""M-ASK: turn-level rewards on a real run (plan/answer F1, search/summary/update share the turn's ΔF1, ``<end>``
+= 0), the clear error without per-turn answers, and one PPO + shared-critic smoke step on the tiny model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from _method_helpers import run, smoke_config, tool_returning, two_steps
+
+from trainer.config import TaskConfig
+from trainer.engine import Trainer
+from trainer.methods.mask import f1_reward, rewarded_samples, turn_rewards
+
+ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
+SCRIPTS = {
+    "plan": ["<q1>Capital of Arvena?</q1><a1>Paris</a1><predicted_answer>Paris</predicted_answer>"],
+    "search": ["<search>Arvena capital</search>", "<search>Lomir city</search>", "<end>"],
+    "summary": [
+        "<evidence>The capital of Arvena is Lomir.</evidence>",
+        "<evidence>Lomir is a city.</evidence>",
+    ],
+    "update": ["<Update>t1</Update>", "<Add>t2</Add>"],
+    "answer": [
+        "<predicted_answer>Lomir city</predicted_answer>",
+        "<predicted_answer>Lomir</predicted_answer>",
+    ],
+}
+
+
+def episode(**options):
+    return run(
+        "mask",
+        ITEM["question"],
+        {role: list(replies) for role, replies in SCRIPTS.items()},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        **options,
+    )
+
+
+def test_turn_level_rewards_follow_equations_2_and_3():
+    run_ = episode(answer_every_turn=True)
+    rewards = turn_rewards(run_, "Lomir")
+    # a_0 = Paris: F1 0; a_1 = "Lomir city": P 1/2, R 1, F1 2/3; a_2 = Lomir: F1 1
+    roles = ["plan"] + ["search", "summary", "update", "answer"] * 2 + ["search"]
+    assert [(call.role, call.turn) for call in run_.calls] == list(
+        zip(roles, [0] + [1] * 4 + [2] * 4 + [3], strict=True)
+    )
+    plan, gain_1, answer_1, gain_2, answer_2, end = 0.0, 2 / 3, 2 / 3, 1 / 3, 1.0, 0.0
+    expected = [plan] + [gain_1] * 3 + [answer_1] + [gain_2] * 3 + [answer_2] + [end]
+    assert [rewards[call.id] for call in run_.calls] == pytest.approx(expected)
+
+
+def test_yes_no_items_are_rewarded_by_exact_match():
+    assert (f1_reward("Yes", "yes"), f1_reward("no", ["yes"]), f1_reward(None, "yes")) == (1.0, 0.0, 0.0)
+
+
+def test_training_needs_an_answer_every_turn():
+    with pytest.raises(ValueError, match="answer_every_turn: true"):
+        turn_rewards(episode(), "Lomir")
+
+
+def test_every_call_is_one_sample_rewarded_on_its_own(tiny_tokenizer):
+    samples = rewarded_samples(ITEM, [episode(answer_every_turn=True)], task=None, tokenizer=tiny_tokenizer)
+    assert [s.role for s in samples] == ["plan"] + ["search", "summary", "update", "answer"] * 2 + ["search"]
+    assert [s.reward for s in samples] == pytest.approx(
+        [0, 2 / 3, 2 / 3, 2 / 3, 2 / 3, 1 / 3, 1 / 3, 1 / 3, 1, 0]
+    )
+    assert [s.parent for s in samples] == [None, 0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, tmp_path):
+    task = TaskConfig(
+        factory="trainer.methods.lookup:lookup_task",
+        args={"n_prompts": 1},
+        system="mask",
+        system_options={"max_iterations": 1, "answer_every_turn": True},
+    )
+    config = smoke_config(tiny_model_dir, task, method="mask", advantage="gae", gamma=1.0, lam=1.0)
+    trainer = Trainer(config, tmp_path)
+    assert trainer.critic is not None
+    real, scripted, moved = two_steps(trainer, [episode(answer_every_turn=True)] * 2)
+    for metrics in (real, scripted):
+        assert metrics["skipped"] == 0.0
+        assert all(math.isfinite(metrics[k]) for k in ("loss", "grad_norm", "value_loss"))
+    assert scripted["reward_mean"] == pytest.approx((0 + 4 * 2 / 3 + 3 / 3 + 1 + 0) / 10)
+    assert scripted["value_loss"] > 0.0 and scripted["grad_norm"] > 0.0 and moved

@@ -1,0 +1,108 @@
+"""MATPO: 0.9·acc + 0.1·fmt on real planner/worker runs, GRPO over planner rows, each worker given its planner's
+scalar advantage on its own mask, and one smoke training step on the tiny model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
+
+from trainer.config import TaskConfig
+from trainer.engine import Trainer
+from trainer.methods.base import GroupNorm
+from trainer.methods.matpo import advantages, format_score, rewarded_samples
+
+ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
+TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})
+
+
+def use(tool: str, arguments: str) -> str:
+    return (
+        f"<use_mcp_tool>\n<server_name>s</server_name>\n<tool_name>{tool}</tool_name>\n"
+        f"<arguments>{arguments}</arguments>\n</use_mcp_tool>"
+    )
+
+
+DELEGATE = use("search_and_browse", '{"subtask": "find the capital of Arvena"}')
+SEARCH = use("google_search", '{"q": "Arvena capital"}')
+SUMMARY = "## Conclusion: **Lomir**"
+
+
+def searching_rollout():
+    """Planner: delegates (well-formed), then names an unknown tool (malformed), then answers Lomir. Its worker:
+    a well-formed search, a call with broken JSON, then no tool (finished) and the summary.
+    acc 1; fmt_p = 1/2; fmt_w = 1/2; fmt = 1/2; reward = 0.9 + 0.05 = 0.95."""
+    return run(
+        "matpo",
+        ITEM["question"],
+        {
+            "planner": [DELEGATE, use("ask_friend", '{"who": "x"}'), "\\boxed{Lomir}"],
+            "worker": [SEARCH, use("google_search", "{q: broken"), "Found it.", SUMMARY],
+        },
+        tool_returning(search="The capital of Arvena is Lomir."),
+        worker_max_turns=3,
+    )
+
+
+def guessing_rollout():
+    """Planner: delegates (well-formed), answers Paris; its worker answers at once (no tool attempt: 0).
+    acc 0; fmt_p = 1; fmt_w = 0; fmt = 1/2; reward = 0.05."""
+    return run(
+        "matpo",
+        ITEM["question"],
+        {"planner": [DELEGATE, "\\boxed{Paris}"], "worker": ["It is Paris.", SUMMARY]},
+        worker_max_turns=3,
+    )
+
+
+def test_format_score_averages_planner_and_worker_success_rates():
+    assert format_score(searching_rollout()) == pytest.approx(0.5)
+    assert format_score(guessing_rollout()) == pytest.approx(0.5)
+    no_tools = run("matpo", ITEM["question"], {"planner": ["\\boxed{Paris}"]})
+    assert format_score(no_tools) == 0.0
+
+
+@pytest.fixture
+def samples(tiny_tokenizer):
+    return rewarded_samples(ITEM, [searching_rollout(), guessing_rollout()], TASK, tiny_tokenizer)
+
+
+def test_rollout_reward_and_rows(samples):
+    assert [(s.role, s.parent) for s in samples] == [
+        ("planner", None),
+        ("worker", 0),
+        ("planner", None),
+        ("worker", 2),
+    ]
+    assert [s.reward for s in samples] == pytest.approx([0.95, 0.95, 0.05, 0.05])
+
+
+def test_worker_rows_get_their_planners_scalar_advantage_on_their_own_masks(samples):
+    advantages(samples, GroupNorm())
+    # planner rewards (0.95, 0.05): mean 0.5, unbiased std 0.45*sqrt(2) -> +-1/sqrt(2)
+    assert [samples[0].advantage, samples[2].advantage] == pytest.approx(
+        [1 / math.sqrt(2), -1 / math.sqrt(2)], abs=1e-5
+    )
+    for worker, sign in ((samples[1], 1), (samples[3], -1)):
+        assert len(worker.advantage) == len(worker.loss_mask)
+        expected = [sign / math.sqrt(2) * m for m in worker.loss_mask]
+        assert worker.advantage == pytest.approx(expected, abs=1e-5)
+    assert (
+        samples[1].loss_mask != samples[3].loss_mask and 0 in samples[1].loss_mask
+    )  # tool responses untrained
+
+
+def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
+    task = TaskConfig(
+        factory="trainer.methods.lookup:lookup_task",
+        args={"n_prompts": 1},
+        system="matpo",
+        system_options={"max_turns": 2, "worker_max_turns": 1},
+    )
+    trainer = Trainer(smoke_config(tiny_model_dir, task, method="matpo"), tmp_path)
+    real, scripted, moved = two_steps(trainer, [searching_rollout(), guessing_rollout()])
+    assert real["skipped"] == 0.0 and all(math.isfinite(real[k]) for k in ("loss", "grad_norm", "entropy"))
+    # with the look-up task's exact match as acc: both rollouts as above
+    assert scripted["reward_mean"] == pytest.approx(0.5)
+    assert scripted["skipped"] == 0.0 and scripted["grad_norm"] > 0.0 and moved

@@ -1,0 +1,41 @@
+"""The shipped method recipes parse, pair each method with its paper's system and the estimator it needs, and
+keep a context long enough for the verbatim prompts; plain GRPO stays the default method."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainer.config import AlgorithmConfig, load_config
+from trainer.methods import get_method
+
+RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
+
+
+@pytest.mark.parametrize(
+    ("name", "system", "advantage"),
+    [("marsrl", "vc", "grpo"), ("mars", "mars", "grpo"), ("matpo", "matpo", "grpo"), ("mask", "mask", "gae")],
+)
+def test_method_recipe_pairs_method_system_and_estimator(name, system, advantage):
+    config = load_config(RECIPES / f"{name}-tiny.yaml")
+    assert (config.algorithm.method, config.task.system, config.algorithm.advantage) == (
+        name,
+        system,
+        advantage,
+    )
+    assert get_method(name).estimator == advantage
+    assert config.model.path is None and config.model.context_length == 16384
+
+
+def test_mask_recipe_uses_the_papers_gae_settings_and_answers_every_turn():
+    config = load_config(RECIPES / "mask-tiny.yaml")
+    assert (config.algorithm.gamma, config.algorithm.lam) == (1.0, 1.0)
+    assert config.task.system_options["answer_every_turn"] is True
+
+
+def test_plain_grpo_is_the_default_method():
+    assert (
+        AlgorithmConfig().method == "grpo"
+        and load_config(RECIPES / "grpo-toy.yaml").algorithm.method == "grpo"
+    )

@@ -198,8 +198,6 @@ class Trainer:
 
     def _load(self, cls: Any, path: Path | str, dtype: torch.dtype, **kwargs: Any) -> torch.nn.Module:
         """Load a model onto this rank's device, sharded when the run is FSDP."""
-        if self.config.model.context_length is not None:
-            kwargs["max_position_embeddings"] = self.config.model.context_length
         model = cls.from_pretrained(path, dtype=dtype, **kwargs)
         return self.dist.prepare(model.to(self.device) if self.device is not None else model)
 

@@ -55,10 +55,9 @@ class RewardByAnswer:
 
 
 def smoke_config(model_dir, task: TaskConfig, **algorithm: Any) -> TrainConfig:
-    """One question, two episodes, four new tokens per call, a context long enough for the verbatim prompts: a run
-    of ``task`` on the tiny model."""
+    """One question, two episodes, four new tokens per call: a run of ``task`` on the tiny model."""
     return TrainConfig(
-        model=ModelConfig(path=str(model_dir), context_length=16384),
+        model=ModelConfig(path=str(model_dir)),
         task=task,
         rollout=RolloutConfig(prompts_per_step=1, group_size=2, max_tokens=4),
         algorithm=AlgorithmConfig(**algorithm),

@@ -25,7 +25,7 @@ def test_method_recipe_pairs_method_system_and_estimator(name, system, advantage
         advantage,
     )
     assert get_method(name).estimator == advantage
-    assert config.model.path is None and config.model.context_length == 16384
+    assert config.model.path is None
 
 
 def test_mask_recipe_uses_the_papers_gae_settings_and_answers_every_turn():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import save_lora_adapter
+from _lora_helpers import save_lora_adapter
 from peft import PeftModel
 
 from harness.checkpoints import RegistryError, load_registry

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import save_lora_adapter
+from _lora_helpers import save_lora_adapter
 from inspect_ai.model import ChatMessageUser, ContentReasoning, GenerateConfig, get_model
 from inspect_ai.model._providers import vllm as inspect_vllm
 

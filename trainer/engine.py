@@ -34,12 +34,12 @@ from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, 
 from harness.providers.generation import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Episode, Toolbox
-from trainer.advantages import gae, grpo
+from trainer.advantages import gae
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 from trainer.config import TrainConfig, to_dict
 from trainer.distributed import Distributed
 from trainer.losses import aggregate, entropy, kl, policy_loss
-from trainer.methods import GroupNorm, concatenate, get_method
+from trainer.methods import GroupNorm, concatenate, get_method, group_advantages
 from trainer.packing import (
     MicroBatch,
     micro_batches,
@@ -294,14 +294,7 @@ class Trainer:
         masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in order]
         if values is None:
             if self.method.advantages is None:
-                norm = self._group_norm()
-                scalars = grpo(
-                    [samples[i].reward for i in order],
-                    [samples[i].group_key for i in order],
-                    eps=norm.eps,
-                    unbiased=norm.unbiased,
-                    normalize_std=norm.normalize_std,
-                )
+                scalars = group_advantages([samples[i] for i in order], self._group_norm())
                 for i, scalar in zip(order, scalars.tolist(), strict=True):
                     samples[i].advantage = scalar
             advantages = [torch.as_tensor(samples[i].advantage, dtype=torch.float32) for i in order]

@@ -11,7 +11,7 @@ which advantages they get.
 from __future__ import annotations
 
 from trainer.methods import grpo, mars, marsrl, mask, matpo
-from trainer.methods.base import GroupNorm, Method, concatenate
+from trainer.methods.base import GroupNorm, Method, concatenate, group_advantages
 
 METHODS: dict[str, Method] = {
     module.METHOD.name: module.METHOD for module in (grpo, marsrl, mars, matpo, mask)
@@ -25,4 +25,4 @@ def get_method(name: str) -> Method:
     return METHODS[name]
 
 
-__all__ = ["METHODS", "GroupNorm", "Method", "concatenate", "get_method"]
+__all__ = ["METHODS", "GroupNorm", "Method", "concatenate", "get_method", "group_advantages"]

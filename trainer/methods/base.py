@@ -16,7 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torch import Tensor
+
 from harness.systems.types import Episode, ModelCall
+from trainer.advantages import grpo
 from trainer.samples import Sample, sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
@@ -30,6 +33,18 @@ class GroupNorm:
     eps: float = 1e-6
     unbiased: bool = True
     normalize_std: bool = True
+
+
+def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:
+    """``(len(samples),)`` GRPO advantages of the rows' rewards, normalised within each ``group_key`` under
+    ``norm`` (``trainer.advantages.grpo``)."""
+    return grpo(
+        [s.reward for s in samples],
+        [s.group_key for s in samples],
+        eps=norm.eps,
+        unbiased=norm.unbiased,
+        normalize_std=norm.normalize_std,
+    )
 
 
 Advantages = Callable[[list[Sample], GroupNorm], list[Sample]]
@@ -85,6 +100,21 @@ def call_samples(
         sample.parent = position.get(call.parent) if call.parent is not None else None
         samples.append(sample)
     return samples
+
+
+def lead_then_helpers(samples: list[Sample], lead: str, helper: str, system: str) -> list[Sample]:
+    """An episode's one ``lead``-role sample (its whole conversation) first, then its ``helper``-role samples with
+    ``parent`` 0 (the lead row); ``system`` names the harness system such an episode comes from, for the error."""
+    leads = [s for s in samples if s.role == lead]
+    if len(leads) != 1:
+        raise ValueError(
+            f"a {system} episode must give one {lead} sample (its conversation), got {len(leads)}: "
+            f"is the episode from harness.systems.{system}?"
+        )
+    helpers = [s for s in samples if s.role == helper]
+    for sample in helpers:
+        sample.parent = 0
+    return leads + helpers
 
 
 def train_final_reply_only(sample: Sample) -> Sample:

@@ -21,8 +21,15 @@ from typing import Any
 
 from harness.systems.mars import SYSTEM1, SYSTEM2
 from harness.systems.types import Episode
-from trainer.advantages import grpo, resample_to
-from trainer.methods.base import GroupNorm, Method, concatenate, role_group
+from trainer.advantages import resample_to
+from trainer.methods.base import (
+    GroupNorm,
+    Method,
+    concatenate,
+    group_advantages,
+    lead_then_helpers,
+    role_group,
+)
 from trainer.samples import Sample, samples_from_episode
 
 
@@ -30,16 +37,7 @@ def trajectory_samples(item: dict[str, Any], episode: Episode, reward: float, to
     """The trajectory's System-2 sample first, then its System-1 samples (parent: the System-2 row), all
     carrying the trajectory reward (eq. 8) and grouped per system within the question."""
     samples = samples_from_episode(episode, tokenizer, reward=reward)
-    system2 = [s for s in samples if s.role == SYSTEM2]
-    if len(system2) != 1:
-        raise ValueError(
-            f"a MARS episode must give one System-2 sample (its conversation), got {len(system2)}: "
-            "is the episode from harness.systems.mars?"
-        )
-    system1 = [s for s in samples if s.role == SYSTEM1]
-    for sample in system1:
-        sample.parent = 0
-    ordered = system2 + system1
+    ordered = lead_then_helpers(samples, SYSTEM2, SYSTEM1, system="mars")
     for sample in ordered:
         sample.group_key = role_group(item, sample.role)
     return ordered
@@ -58,14 +56,7 @@ def rewarded_samples(
 
 def system_advantages(samples: list[Sample], norm: GroupNorm) -> None:
     """Eq. 5: GRPO advantages within each system's rows of the question (their group keys differ by system)."""
-    scalars = grpo(
-        [s.reward for s in samples],
-        [s.group_key for s in samples],
-        eps=norm.eps,
-        unbiased=norm.unbiased,
-        normalize_std=norm.normalize_std,
-    )
-    for sample, advantage in zip(samples, scalars.tolist(), strict=True):
+    for sample, advantage in zip(samples, group_advantages(samples, norm).tolist(), strict=True):
         sample.advantage = advantage
 
 

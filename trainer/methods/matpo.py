@@ -21,8 +21,15 @@ from torch.nn.utils.rnn import pad_sequence
 
 from harness.systems.matpo import PLANNER, PLANNER_TOOL, WORKER, WORKER_TOOLS, McpCall, parse_tool_use
 from harness.systems.types import Episode, ModelCall
-from trainer.advantages import broadcast, grpo
-from trainer.methods.base import GroupNorm, Method, concatenate, question_id
+from trainer.advantages import broadcast
+from trainer.methods.base import (
+    GroupNorm,
+    Method,
+    concatenate,
+    group_advantages,
+    lead_then_helpers,
+    question_id,
+)
 from trainer.samples import Sample, samples_from_episode
 
 ACC_WEIGHT, FMT_WEIGHT = 0.9, 0.1
@@ -62,16 +69,7 @@ def rollout_reward(accuracy: float, episode: Episode) -> float:
 def rollout_samples(item: dict[str, Any], episode: Episode, reward: float, tokenizer: Any) -> list[Sample]:
     """The planner's sample first, then its workers' samples (parent 0), all with the rollout reward."""
     samples = samples_from_episode(episode, tokenizer, group_key=question_id(item), reward=reward)
-    planner = [s for s in samples if s.role == PLANNER]
-    if len(planner) != 1:
-        raise ValueError(
-            f"a MATPO episode must give one planner sample (its conversation), got {len(planner)}: "
-            "is the episode from harness.systems.matpo?"
-        )
-    workers = [s for s in samples if s.role == WORKER]
-    for sample in workers:
-        sample.parent = 0
-    return planner + workers
+    return lead_then_helpers(samples, PLANNER, WORKER, system="matpo")
 
 
 def rewarded_samples(
@@ -90,13 +88,7 @@ def rewarded_samples(
 def advantages(samples: list[Sample], norm: GroupNorm) -> list[Sample]:
     """GRPO over the planner rows; the planner's scalar broadcast over each worker's own mask."""
     planners = [i for i, s in enumerate(samples) if s.role == PLANNER]
-    planner_advantages = grpo(
-        [samples[i].reward for i in planners],
-        [samples[i].group_key for i in planners],
-        eps=norm.eps,
-        unbiased=norm.unbiased,
-        normalize_std=norm.normalize_std,
-    )
+    planner_advantages = group_advantages([samples[i] for i in planners], norm)
     for i, advantage in zip(planners, planner_advantages.tolist(), strict=True):
         samples[i].advantage = advantage
     workers = [s for s in samples if s.role == WORKER]

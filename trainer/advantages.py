@@ -175,7 +175,8 @@ def resample_to(
 
     M = len(indices). M > size: a uniform random subset, without replacement. M < size: every index is kept
     ``size // M`` times and ``size % M`` distinct random ones once more ("random duplication"). M == size: the
-    indices unchanged. Returns a ``(size,)`` long tensor of chosen entries of ``indices``, in random order.
+    indices unchanged. Returns a ``(size,)`` long tensor of chosen entries of ``indices`` (in random order when
+    M != size).
     """
     pool = torch.as_tensor(indices, dtype=torch.long).flatten()
     m = pool.numel()

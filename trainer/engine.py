@@ -6,7 +6,8 @@
    skips the step, reported;
 3. update   -- old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the
    policy being trained is the one that sampled, so the training forward's own detached logprobs are the old
-   ones, as TRL does), reference logprobs and critic values likewise, advantages assigned (GRPO, or GAE with the critic), the clipped-surrogate loss (+ KL, entropy, value loss)
+   ones, as TRL does), reference logprobs and critic values likewise; advantages are assigned (the method's
+   own, per question; else GRPO, or GAE with the critic); the clipped-surrogate loss (+ KL, entropy, value loss)
    is accumulated over micro-batches with GLOBAL token/row counts, gradients are summed across ranks and
    clipped, and AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the step.
 

@@ -77,7 +77,7 @@ def episode_samples(item: dict[str, Any], episode: Episode, tokenizer: Any) -> l
 
 def rewarded_samples(
     item: dict[str, Any], episodes: list[Episode], task: Any, tokenizer: Any
-) -> list[Sample]:  # noqa: ARG001 - rewards come from the reference answer, not the task's outcome
+) -> list[Sample]:  # task unused: rewards come from the reference answer, not the task's outcome
     return concatenate([episode_samples(item, episode, tokenizer) for episode in episodes])
 
 

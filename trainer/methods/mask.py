@@ -55,7 +55,7 @@ def turn_rewards(episode: Episode, golds: str | list[str]) -> dict[int, float]:
 
 def rewarded_samples(
     item: dict[str, Any], episodes: list[Episode], task: Any, tokenizer: Any
-) -> list[Sample]:  # noqa: ARG001 - rewards are F1 against the item's golds
+) -> list[Sample]:  # task unused: rewards are F1 against the item's golds
     return concatenate(
         [
             call_samples(

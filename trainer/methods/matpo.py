@@ -1,15 +1,17 @@
-"""MATPO (seeds/002, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup): planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
+"""MATPO (seeds/002, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup):
+planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
 
-* Reward (experimental setup): ``0.9 * acc + 0.1 * fmt`` per rollout. ``acc`` is the task's outcome reward (the judge's 1/0);
-  ``fmt = 0.5 * fmt_p + 0.5 * fmt_w`` where ``fmt_p`` is the share of well-formed tool calls among the planner's
-  tool-call attempts and ``fmt_w`` the mean, over the rollout's worker rollouts, of each worker's share. A tool-call
-  attempt is a ``<use_mcp_tool>`` block; it is well-formed when it parses and names a tool of that agent with its
-  required argument. An agent with no attempt scores 0 (no format credit without a tool call), as does a rollout
+* Reward (experimental setup): ``0.9 * acc + 0.1 * fmt`` per rollout. ``acc`` is the task's outcome reward (the
+  judge's 1/0); ``fmt = 0.5 * fmt_p + 0.5 * fmt_w`` where ``fmt_p`` is the share of well-formed tool calls among
+  the planner's tool-call attempts and ``fmt_w`` the mean, over the rollout's worker rollouts, of each worker's
+  share. A tool-call attempt is a ``<use_mcp_tool>`` block; it is well-formed when it parses and names a tool of
+  that agent with its required argument. An agent with no attempt scores 0 (no format credit without a tool call), as does a rollout
   with no worker.
 * Samples: the planner's conversation is one sample (worker summaries are tool-response turns, out of its mask);
   each worker rollout (its tool loop and final summary) is one sample whose ``parent`` is its planner's row.
-* Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)): GRPO over the question's G planner rewards; each worker row gets its planner's SCALAR
-  advantage on its OWN loss mask (``trainer.advantages.broadcast``) -- not a copy of the planner's token tensor.
+* Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)):
+  GRPO over the question's G planner rewards; each worker row gets its planner's SCALAR advantage on its OWN loss
+  mask (``trainer.advantages.broadcast``) -- not a copy of the planner's token tensor.
 """
 
 from __future__ import annotations

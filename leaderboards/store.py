@@ -46,7 +46,7 @@ SQLITE_BUSY_TIMEOUT_S = 60
 
 
 class Base(DeclarativeBase):
-    pass
+    """Declarative base of the history tables."""
 
 
 class Run(Base):

@@ -166,11 +166,10 @@ async def test_a_timeout_is_retried_and_a_persistent_one_is_a_tool_error(web):
 
 
 async def test_several_queries_in_one_call_are_numbered_across_and_deduplicated(web):
-    web.route(
-        "/serper",
-        web.reply(body={"organic": organic("https://a.example/", "https://shared.example/")}),
-        web.reply(body={"organic": organic("https://shared.example/", "https://c.example/")}),
-    )
+    first = web.reply(body={"organic": organic("https://a.example/", "https://shared.example/")})
+    second = web.reply(body={"organic": organic("https://shared.example/", "https://c.example/")})
+    # The queries run concurrently, so the reply is chosen by the query, not by arrival order.
+    web.route_by("/serper", lambda seen: first if b'"first"' in seen.body else second)
     output = await toolbox(web, ["search"], search_backend="serper").call("search", query=["first", "second"])
     assert [doc.split("\n")[0:2] for doc in tool_documents(output)] == [
         ["[1] Page 1", "URL: https://a.example/"],

@@ -7,6 +7,10 @@ report; a truncated Corrector ends the loop; at most ``max_iterations`` verify(/
 verification. Two deliberate fixes: the verdict is parsed strictly (``parse_verdict``: "Incorrect" is not
 "Correct"), and when nothing is accepted the final answer is the candidate the Verifier passed most often (the
 paper's rule; the latest such candidate on ties, the latest candidate if none ever passed) instead of nothing.
+
+One public function per agent step (``ask_solver``, ``ask_verifier``, ``ask_corrector``) builds that agent's prompt
+and records its call; ``run`` chains them, and MarsRL's grouped training rollouts
+(``trainer.methods.marsrl_rollout``) branch over the same steps.
 """
 
 from __future__ import annotations
@@ -51,6 +55,52 @@ def bug_report(report: str) -> str:
     return report[: fields[-1].start()].rstrip(" *\n") if fields else report.strip()
 
 
+def solution_text(call: ModelCall) -> str:
+    """What a Solver/Corrector call hands on: its reply after ``</think>``."""
+    return strip_thinking(call.reply.text)
+
+
+async def ask_solver(recorder: EpisodeRecorder, attempt: int = 0) -> ModelCall:
+    """One Solver call on the bare problem (no system prompt); ``attempt`` counts retries of a truncated one."""
+    question = recorder.episode.question
+    return await recorder.ask(SOLVER, [{"role": "user", "content": question}], meta={"attempt": attempt})
+
+
+async def ask_verifier(recorder: EpisodeRecorder, solution: ModelCall, turn: int) -> ModelCall:
+    """One Verifier call judging ``solution`` (a Solver or Corrector call); records ``verdict`` (``None`` when
+    truncated or unparsable), ``truncated`` and ``candidate`` (the judged call's id) in the call's meta."""
+    user = fill(
+        load_prompt("vc_verifier_user"),
+        {"problem": recorder.episode.question, "solution": solution_text(solution)},
+    )
+    messages = [
+        {"role": "system", "content": load_prompt("vc_verifier_system")},
+        {"role": "user", "content": user},
+    ]
+    call = await recorder.ask(VERIFIER, messages, parent=solution.id, turn=turn)
+    truncated = call.reply.finish_reason == "length"
+    verdict = None if truncated else parse_verdict(strip_thinking(call.reply.text))
+    call.meta.update({"verdict": verdict, "truncated": truncated, "candidate": solution.id})
+    return call
+
+
+async def ask_corrector(recorder: EpisodeRecorder, report: ModelCall, turn: int) -> ModelCall:
+    """One Corrector call revising the solution ``report`` (a Verifier call) judged: it continues that solution's
+    conversation (the problem, the solution as an assistant turn) with the report's bug report."""
+    solution = recorder.episode.calls[report.meta["candidate"]]
+    messages = [
+        {"role": "user", "content": recorder.episode.question},
+        {"role": "assistant", "content": solution_text(solution)},
+        {
+            "role": "user",
+            "content": fill(
+                load_prompt("vc_correction"), {"bug_report": bug_report(strip_thinking(report.reply.text))}
+            ),
+        },
+    ]
+    return await recorder.ask(CORRECTOR, messages, parent=report.id, turn=turn)
+
+
 @dataclass
 class _Candidate:
     """A solution (Solver's or Corrector's) and how often the Verifier passed it."""
@@ -60,45 +110,19 @@ class _Candidate:
     passes: int = 0
 
 
-async def _solve(recorder: EpisodeRecorder, question: str, attempts: int) -> ModelCall | None:
+async def _solve(recorder: EpisodeRecorder, attempts: int) -> ModelCall | None:
     for attempt in range(attempts):
-        call = await recorder.ask(SOLVER, [{"role": "user", "content": question}], meta={"attempt": attempt})
+        call = await ask_solver(recorder, attempt)
         if call.reply.finish_reason != "length":
             return call
     return None
 
 
 async def _verify(recorder: EpisodeRecorder, candidate: _Candidate, turn: int) -> tuple[ModelCall, bool]:
-    user = fill(
-        load_prompt("vc_verifier_user"), {"problem": recorder.episode.question, "solution": candidate.text}
-    )
-    messages = [
-        {"role": "system", "content": load_prompt("vc_verifier_system")},
-        {"role": "user", "content": user},
-    ]
-    call = await recorder.ask(VERIFIER, messages, parent=candidate.call.id, turn=turn)
-    truncated = call.reply.finish_reason == "length"
-    verdict = None if truncated else parse_verdict(strip_thinking(call.reply.text))
-    call.meta.update({"verdict": verdict, "truncated": truncated, "candidate": candidate.call.id})
-    passed = verdict is True
+    call = await ask_verifier(recorder, candidate.call, turn)
+    passed = call.meta["verdict"] is True
     candidate.passes += passed
     return call, passed
-
-
-async def _correct(
-    recorder: EpisodeRecorder, candidate: _Candidate, report: ModelCall, turn: int
-) -> ModelCall:
-    messages = [
-        {"role": "user", "content": recorder.episode.question},
-        {"role": "assistant", "content": candidate.text},
-        {
-            "role": "user",
-            "content": fill(
-                load_prompt("vc_correction"), {"bug_report": bug_report(strip_thinking(report.reply.text))}
-            ),
-        },
-    ]
-    return await recorder.ask(CORRECTOR, messages, parent=report.id, turn=turn)
 
 
 def _fallback(candidates: list[_Candidate]) -> _Candidate:
@@ -122,12 +146,12 @@ async def run(
         )
     recorder = EpisodeRecorder("vc", question, chat)
     episode = recorder.episode
-    solved = await _solve(recorder, question, solver_attempts)
+    solved = await _solve(recorder, solver_attempts)
     if solved is None:
         episode.answers[SOLVER_ANSWER] = None
         episode.meta.update({"outcome": "solver_truncated", "iterations": 0})
         return episode
-    candidate = _Candidate(solved, strip_thinking(solved.reply.text))
+    candidate = _Candidate(solved, solution_text(solved))
     candidates = [candidate]
     episode.answers[SOLVER_ANSWER] = candidate.text
     report, passed = await _verify(recorder, candidate, turn=0)
@@ -135,11 +159,11 @@ async def run(
     while streak < accept_after and iterations < max_iterations:
         iterations += 1
         if not passed:
-            corrected = await _correct(recorder, candidate, report, turn=iterations)
+            corrected = await ask_corrector(recorder, report, turn=iterations)
             if corrected.reply.finish_reason == "length":
                 outcome = "corrector_truncated"
                 break
-            candidate = _Candidate(corrected, strip_thinking(corrected.reply.text))
+            candidate = _Candidate(corrected, solution_text(corrected))
             candidates.append(candidate)
             streak = 0
         report, passed = await _verify(recorder, candidate, turn=iterations)

@@ -1,11 +1,20 @@
-"""The ``browse`` tool: fetch a web page and return its main text (trafilatura), for the agent to read.
+"""The ``browse`` tool: fetch a web page or PDF and return its text, for the agent to read.
 
-Pages on the leak blocklist are refused (also after redirects). HTML is reduced to its main text; plain text and
-JSON are returned as they are; other content types (PDF, images) are refused with a ``ToolError``.
+Pages on the leak blocklist are refused (also after redirects), and so is any answer larger than
+``browse_max_bytes``. HTML is reduced to its main text (trafilatura); plain text and JSON are returned as they
+are. A PDF -- sent as ``application/pdf``, or recognised by its ``%PDF-`` magic bytes whatever the content type
+(servers often say ``application/octet-stream``) -- is read page by page with pypdf, each page's text after a
+``[page N]`` line (N is the PDF's own page number, so pages without text leave a gap). The agent gets
+``Title: ...`` (when known) and ``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``.
+An encrypted, corrupt or image-only PDF, and any other content type (images, archives), is a ``ToolError``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
+
+import pypdf
 import trafilatura
 
 from harness.systems.types import ToolError
@@ -14,6 +23,10 @@ from harness.tools.output import ToolText
 from harness.tools.web import HttpSettings, request
 
 TEXT_TYPES = ("text/plain", "application/json", "text/markdown", "text/csv")
+PDF_TYPE = "application/pdf"
+PDF_MAGIC = b"%PDF-"
+DEFAULT_MAX_BYTES = 20_000_000
+"""Default ``browse_max_bytes``: the largest answer browse reads (20 MB holds any arXiv paper)."""
 
 
 def _check_allowed(url: str, blocklist: Blocklist) -> None:
@@ -32,7 +45,60 @@ def main_text(html: str, url: str) -> tuple[str, str]:
     return (metadata.title if metadata and metadata.title else ""), text.strip()
 
 
-async def browse(url: str, *, blocklist: Blocklist, max_chars: int, http: HttpSettings) -> ToolText:
+def is_pdf(content_type: str, body: bytes) -> bool:
+    """Sent as a PDF, or starting with the PDF magic bytes (after any blank space)."""
+    return content_type == PDF_TYPE or body[:1024].lstrip().startswith(PDF_MAGIC)
+
+
+def pdf_text(data: bytes, url: str, max_chars: int) -> tuple[str, str]:
+    """``(title, text)`` of a PDF, each page's text after a ``[page N]`` line; ``ToolError`` when unreadable.
+
+    Pages are read only until the text passes ``max_chars`` (the rest would be cut anyway).
+    """
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        _decrypt(reader, url)
+        pages: list[str] = []
+        length = 0
+        for number, page in enumerate(reader.pages, 1):
+            text = page.extract_text().strip()
+            if text:
+                pages.append(f"[page {number}]\n{text}")
+                length += len(pages[-1]) + 2
+            if length > max_chars:
+                break
+        title = (reader.metadata.title if reader.metadata else None) or ""
+        page_count = len(reader.pages)
+    except ToolError:
+        raise
+    except Exception as err:  # pypdf meets broken files with many error types; any of them means unreadable
+        raise ToolError(f"browse: {url} is not a readable PDF ({type(err).__name__}: {err})") from None
+    if not pages:
+        raise ToolError(
+            f"browse: {url} is a PDF with no extractable text in its {page_count} page(s) (scanned images?); "
+            "try an HTML version of the document"
+        )
+    return str(title).strip(), "\n\n".join(pages)
+
+
+def _decrypt(reader: pypdf.PdfReader, url: str) -> None:
+    """Open an encrypted PDF that has no user password (only owner restrictions), else ``ToolError``."""
+    if not reader.is_encrypted:
+        return
+    try:
+        opened = reader.decrypt("") != pypdf.PasswordType.NOT_DECRYPTED
+        reason = "it needs a password"
+    except Exception as err:  # e.g. pypdf's DependencyError for AES without the cryptography package
+        opened, reason = False, f"{type(err).__name__}: {err}"
+    if not opened:
+        raise ToolError(
+            f"browse: {url} is an encrypted PDF that cannot be opened ({reason}); try another copy"
+        )
+
+
+async def browse(
+    url: str, *, blocklist: Blocklist, max_chars: int, http: HttpSettings, max_bytes: int = DEFAULT_MAX_BYTES
+) -> ToolText:
     if not isinstance(url, str) or not url.strip().lower().startswith(("http://", "https://")):
         raise ToolError(f"browse: 'url' must be an http(s) URL, got {url!r}")
     url = url.strip()
@@ -40,8 +106,15 @@ async def browse(url: str, *, blocklist: Blocklist, max_chars: int, http: HttpSe
     response = await request("browse", "GET", url, http)
     final_url = str(response.url)
     _check_allowed(final_url, blocklist)
+    if len(response.content) > max_bytes:
+        raise ToolError(
+            f"browse: {final_url} is {len(response.content):,} bytes, over the limit of {max_bytes:,} "
+            "(browse_max_bytes)"
+        )
     content_type = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
-    if content_type in ("text/html", "application/xhtml+xml"):
+    if is_pdf(content_type, response.content):
+        title, text = await asyncio.to_thread(pdf_text, response.content, final_url, max_chars)
+    elif content_type in ("text/html", "application/xhtml+xml"):
         title, text = main_text(response.text, final_url)
     elif content_type in TEXT_TYPES:
         title, text = "", response.text.strip()

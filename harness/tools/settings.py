@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.tools.blocklist import DEFAULT_BLOCKLIST
+from harness.tools.browse import DEFAULT_MAX_BYTES
 from harness.tools.scholar import OPENALEX_URL
 from harness.tools.web_search import SERPAPI_URL, SERPER_URL
 
@@ -48,6 +49,9 @@ class ToolSettings:
     http_attempts: int = 4
     http_backoff: float = 1.0
     browse_max_chars: int = 20000
+    """Characters of page text browse returns; longer pages are cut with a note."""
+    browse_max_bytes: int = DEFAULT_MAX_BYTES
+    """Largest answer (HTML, text or PDF) browse reads, in bytes; a larger one is a tool error."""
     python_timeout: float = 30.0
     python_memory_mb: int = 1024
     python_max_output: int = 10000
@@ -84,6 +88,7 @@ class ToolSettings:
             "max_queries",
             "http_attempts",
             "browse_max_chars",
+            "browse_max_bytes",
             "python_memory_mb",
         ):
             value = getattr(self, name)

@@ -55,7 +55,8 @@ def bm25_index(tmp_path_factory) -> Path:
 @dataclass
 class Reply:
     status: int = 200
-    body: str | dict | list = ""
+    body: str | bytes | dict | list = ""
+    """Text, raw bytes, or a JSON value."""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
@@ -71,6 +72,12 @@ class Seen:
     body: bytes
 
 
+def _encode(body: str | bytes | dict | list) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    return (body if isinstance(body, str) else json.dumps(body)).encode()
+
+
 class FakeWeb:
     """Routes ``path -> [Reply, ...]``: each request takes the next reply, the last one repeats; or
     ``path -> function(Seen) -> Reply`` for requests that arrive concurrently in no fixed order."""
@@ -83,7 +90,7 @@ class FakeWeb:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     reply = staticmethod(Reply)
-    """Build a scripted reply: ``web.reply(status=200, body="" | dict | list, content_type=..., headers={},
+    """Build a scripted reply: ``web.reply(status=200, body="" | b"" | dict | list, content_type=..., headers={},
     delay=0.0)``."""
 
     def route(self, path: str, *replies: Reply) -> None:
@@ -120,8 +127,7 @@ class FakeWeb:
                 web.requests.append(seen)
                 reply = web._reply(seen)
                 time.sleep(reply.delay)
-                body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
-                data = body.encode()
+                data = _encode(reply.body)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(data)))
@@ -146,3 +152,47 @@ def web() -> Iterator[FakeWeb]:
     yield fake
     fake.server.shutdown()
     fake.server.server_close()
+
+
+def _pdf_string(text: str) -> str:
+    return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+
+def build_pdf(pages: list[str], title: str | None = None) -> bytes:
+    """A minimal valid PDF written by hand (objects + xref): one page per string, each line of it drawn in
+    Helvetica 12 pt; an empty string gives a page with no text (as a scanned image would)."""
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    if title:
+        objects.append(f"<< /Title {_pdf_string(title)} >>")
+    kids = []
+    for text in pages:
+        lines = " ".join(f"{_pdf_string(line)} '" for line in text.splitlines())
+        stream = f"BT /F1 12 Tf 14 TL 72 740 Td {lines} ET"
+        objects.append(f"<< /Length {len(stream.encode('latin-1'))} >>\nstream\n{stream}\nendstream")
+        objects.append(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {len(objects)} 0 R >>"
+        )
+        kids.append(f"{len(objects)} 0 R")
+    objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets).encode()
+    info = " /Info 4 0 R" if title else ""
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+@pytest.fixture
+def make_pdf() -> Callable[..., bytes]:
+    """``make_pdf(["page 1 text", "page 2 text"], title=None) -> bytes`` (see ``build_pdf``)."""
+    return build_pdf

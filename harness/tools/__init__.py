@@ -119,7 +119,11 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         "retrieve": lambda: _query_tool("retrieve", _corpus_searcher(settings, "retrieve"), settings, None),
         "scholar": lambda: _query_tool("scholar", _scholar_one(settings, http), settings, blocklist),
         "browse": lambda: functools.partial(
-            browse, blocklist=blocklist, max_chars=settings.browse_max_chars, http=http
+            browse,
+            blocklist=blocklist,
+            max_chars=settings.browse_max_chars,
+            max_bytes=settings.browse_max_bytes,
+            http=http,
         ),
         "python": lambda: functools.partial(
             run_python,

@@ -1,7 +1,7 @@
 """The ``browse`` tool: fetch a web page or PDF and return its text, for the agent to read.
 
 Pages on the leak blocklist are refused (also after redirects), and so is any answer larger than
-``browse_max_bytes``. HTML is reduced to its main text (trafilatura); plain text and JSON are returned as they
+``browse_max_bytes`` (its download stops there). HTML is reduced to its main text (trafilatura); plain text and JSON are returned as they
 are. A PDF -- sent as ``application/pdf``, or recognised by its ``%PDF-`` magic bytes whatever the content type
 (servers often say ``application/octet-stream``) -- is read page by page with pypdf, each page's text after a
 ``[page N]`` line (N is the PDF's own page number, so pages without text leave a gap). The agent gets
@@ -20,7 +20,7 @@ import trafilatura
 from harness.systems.types import ToolError
 from harness.tools.blocklist import Blocklist
 from harness.tools.output import ToolText
-from harness.tools.web import HttpSettings, request
+from harness.tools.web import HttpSettings, ResponseTooLarge, request
 
 TEXT_TYPES = ("text/plain", "application/json", "text/markdown", "text/csv")
 PDF_TYPE = "application/pdf"
@@ -103,14 +103,16 @@ async def browse(
         raise ToolError(f"browse: 'url' must be an http(s) URL, got {url!r}")
     url = url.strip()
     _check_allowed(url, blocklist)
-    response = await request("browse", "GET", url, http)
+    try:
+        response = await request("browse", "GET", url, http, max_bytes=max_bytes)
+    except ResponseTooLarge as err:
+        _check_allowed(err.url, blocklist)
+        size = "" if err.size is None else f" {err.size:,} bytes,"
+        raise ToolError(
+            f"browse: {err.url} is{size} over the limit of {max_bytes:,} bytes (browse_max_bytes)"
+        ) from None
     final_url = str(response.url)
     _check_allowed(final_url, blocklist)
-    if len(response.content) > max_bytes:
-        raise ToolError(
-            f"browse: {final_url} is {len(response.content):,} bytes, over the limit of {max_bytes:,} "
-            "(browse_max_bytes)"
-        )
     content_type = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
     if is_pdf(content_type, response.content):
         title, text = await asyncio.to_thread(pdf_text, response.content, final_url, max_chars)

@@ -2,7 +2,8 @@
 
 Transient = a timeout, a connection error, or HTTP 429/500/502/503/504; those are retried with exponential
 back-off (tenacity) up to ``attempts`` tries. Other HTTP errors fail at once. Error messages name the service
-and the URL without its query string, so API keys never reach the agent or the logs.
+and the URL without its query string, so API keys never reach the agent or the logs. With ``max_bytes`` the body
+is streamed and the download stops as soon as it (or its declared ``Content-Length``) passes the limit.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ class HttpSettings:
     """First wait between tries in seconds; doubles each retry (capped at 30 s)."""
 
 
+class ResponseTooLarge(Exception):
+    """The answer's body passed ``max_bytes``; ``size`` is its declared length when the server sent one."""
+
+    def __init__(self, url: str, size: int | None):
+        super().__init__(f"{url}: over the byte limit")
+        self.url, self.size = url, size
+
+
 class _TransientStatus(Exception):
     def __init__(self, response: httpx.Response):
         super().__init__(f"HTTP {response.status_code}")
@@ -48,8 +57,10 @@ async def request(
     params: dict[str, Any] | None = None,
     json: Any = None,
     headers: dict[str, str] | None = None,
+    max_bytes: int | None = None,
 ) -> httpx.Response:
-    """Send one request (retrying transient failures) and return a successful response, else ``ToolError``."""
+    """Send one request (retrying transient failures) and return a successful response, else ``ToolError``;
+    ``ResponseTooLarge`` when a body passes ``max_bytes``."""
     retrying = AsyncRetrying(
         stop=stop_after_attempt(settings.attempts),
         wait=wait_exponential(multiplier=settings.backoff, max=30),
@@ -62,7 +73,8 @@ async def request(
                 async with httpx.AsyncClient(
                     timeout=settings.timeout, follow_redirects=True, headers={"User-Agent": USER_AGENT}
                 ) as client:
-                    response = await client.request(method, url, params=params, json=json, headers=headers)
+                    outgoing = client.build_request(method, url, params=params, json=json, headers=headers)
+                    response = await _read_bounded(client, outgoing, max_bytes)
                 if response.status_code in TRANSIENT_STATUS:
                     raise _TransientStatus(response)
     except _TransientStatus as err:
@@ -81,6 +93,29 @@ async def request(
             f"{service}: HTTP {response.status_code} {response.reason_phrase} from {_public_url(url)}{hint}"
         )
     return response
+
+
+async def _read_bounded(
+    client: httpx.AsyncClient, outgoing: httpx.Request, max_bytes: int | None
+) -> httpx.Response:
+    """Send ``outgoing`` and read its (decoded) body, stopping once it passes ``max_bytes``."""
+    response = await client.send(outgoing, stream=True)
+    try:
+        declared = response.headers.get("content-length", "")
+        if max_bytes is not None and declared.isdigit() and int(declared) > max_bytes:
+            raise ResponseTooLarge(str(response.url), int(declared))
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if max_bytes is not None and len(body) > max_bytes:
+                raise ResponseTooLarge(str(response.url), None)
+    finally:
+        await response.aclose()
+    # The body is already decoded, so the rebuilt response must not claim an encoding or the wire length.
+    kept = [
+        (k, v) for k, v in response.headers.multi_items() if k not in ("content-encoding", "content-length")
+    ]
+    return httpx.Response(response.status_code, headers=kept, content=bytes(body), request=response.request)
 
 
 async def get_json(service: str, url: str, settings: HttpSettings, **kwargs: Any) -> Any:

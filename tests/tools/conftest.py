@@ -61,6 +61,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds the server waits before answering (to trip the client's timeout)."""
+    declare_length: bool = True
+    """Send ``Content-Length``; without it the body runs until the connection closes (HTTP/1.0)."""
 
 
 @dataclass
@@ -91,7 +93,7 @@ class FakeWeb:
 
     reply = staticmethod(Reply)
     """Build a scripted reply: ``web.reply(status=200, body="" | b"" | dict | list, content_type=..., headers={},
-    delay=0.0)``."""
+    delay=0.0, declare_length=True)``."""
 
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
@@ -130,7 +132,8 @@ class FakeWeb:
                 data = _encode(reply.body)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
-                self.send_header("Content-Length", str(len(data)))
+                if reply.declare_length:
+                    self.send_header("Content-Length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()

@@ -11,9 +11,6 @@ import pytest
 
 from harness.systems.types import ToolError
 from harness.tools import ToolConfigError, ToolSettings, build_toolbox, tool_documents
-from harness.tools.blocklist import Blocklist
-from harness.tools.browse import browse
-from harness.tools.web import HttpSettings
 
 PAPER = ["Attention Is All You Need\nAshish Vaswani et al.", "Results\nEnglish-German BLEU 28.4"]
 PAPER_TEXT = "[page 1]\nAttention Is All You Need\nAshish Vaswani et al.\n\n[page 2]\nResults\nEnglish-German BLEU 28.4"
@@ -139,17 +136,25 @@ async def test_other_binary_types_are_refused(web, body, content_type):
     assert str(caught.value) == f"browse: {web.url}/file is {content_type}, which cannot be read as text"
 
 
+@pytest.mark.parametrize("declare_length", [True, False], ids=["content-length", "streamed"])
 @pytest.mark.parametrize("content_type", ["application/pdf", "text/plain"])
-async def test_answers_over_the_byte_limit_are_refused(web, make_pdf, content_type):
+async def test_answers_over_the_byte_limit_are_refused(web, make_pdf, content_type, declare_length):
     body = make_pdf(PAPER) if content_type == "application/pdf" else b"x" * 1000
-    web.route("/big", web.reply(body=body, content_type=content_type))
-    settings = {"blocklist": Blocklist(()), "max_chars": 100_000, "http": HttpSettings(attempts=1)}
-    assert await browse(f"{web.url}/big", max_bytes=len(body), **settings)  # exactly at the limit: read
+    web.route("/big", web.reply(body=body, content_type=content_type, declare_length=declare_length))
+    # Through the toolbox, so the ``browse_max_bytes`` setting is what reaches the tool; at the limit: read.
+    assert await toolbox(browse_max_bytes=len(body)).call("browse", url=f"{web.url}/big")
     with pytest.raises(ToolError) as caught:
-        await browse(f"{web.url}/big", max_bytes=len(body) - 1, **settings)
+        await toolbox(browse_max_bytes=len(body) - 1).call("browse", url=f"{web.url}/big")
+    size = f" {len(body):,} bytes," if declare_length else ""
     assert str(caught.value) == (
-        f"browse: {web.url}/big is {len(body):,} bytes, over the limit of {len(body) - 1:,} (browse_max_bytes)"
+        f"browse: {web.url}/big is{size} over the limit of {len(body) - 1:,} bytes (browse_max_bytes)"
     )
+
+
+async def test_a_large_undeclared_download_stops_at_the_limit(web):
+    web.route("/huge", web.reply(body=b"y" * 4_000_000, content_type="text/plain", declare_length=False))
+    with pytest.raises(ToolError, match=r"is over the limit of 1,000 bytes"):
+        await toolbox(browse_max_bytes=1000).call("browse", url=f"{web.url}/huge")
 
 
 def test_byte_limit_setting():

@@ -3,6 +3,7 @@ and browse -- request shapes, rendering, retries on transient failures, the leak
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -291,6 +292,22 @@ async def test_browse_extracts_the_main_text(web):
     assert "highest mountain on Earth" in output and "Tenzing Norgay and Edmund Hillary" in output
     assert "Subscribe to our newsletter" not in output and "Cookie settings" not in output
     assert tool_documents(output) == [str(output)]
+
+
+async def test_browse_reads_a_gzip_encoded_page_within_the_byte_limit(web):
+    text = "Sagarmatha " * 200
+    body = gzip.compress(text.encode())
+    web.route(
+        "/zipped",
+        web.reply(body=body, content_type="text/plain; charset=utf-8", headers={"Content-Encoding": "gzip"}),
+    )
+    # The limit counts decoded bytes: the 2,200-byte text passes at 2,200 and fails at 2,199.
+    output = await toolbox(web, ["browse"], browse_max_bytes=len(text)).call(
+        "browse", url=f"{web.url}/zipped"
+    )
+    assert output == f"URL: {web.url}/zipped\n\n{text.strip()}"
+    with pytest.raises(ToolError, match="over the limit of 2,199 bytes"):
+        await toolbox(web, ["browse"], browse_max_bytes=len(text) - 1).call("browse", url=f"{web.url}/zipped")
 
 
 async def test_browse_caps_long_pages_and_reads_plain_text(web):

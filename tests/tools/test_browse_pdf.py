@@ -20,9 +20,9 @@ def toolbox(**settings):
     return build_toolbox(["browse"], **{"http_backoff": 0, "http_attempts": 1, "http_timeout": 5, **settings})
 
 
-def encrypted(pdf: bytes, user_password: str) -> bytes:
+def encrypted(pdf: bytes, user_password: str, algorithm: str = "RC4-128") -> bytes:
     writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf)))
-    writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm="RC4-128")
+    writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm=algorithm)
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
@@ -86,10 +86,11 @@ async def test_password_protected_pdf_is_a_tool_error(web, make_pdf):
     )
 
 
-async def test_pdf_encrypted_without_a_user_password_is_read(web, make_pdf):
-    web.route(
-        "/restricted.pdf", web.reply(body=encrypted(make_pdf(PAPER), ""), content_type="application/pdf")
-    )
+@pytest.mark.parametrize("algorithm", ["RC4-128", "AES-128", "AES-256"])
+async def test_pdf_encrypted_without_a_user_password_is_read(web, make_pdf, algorithm):
+    # Permission-restricted reports are encrypted with an empty user password, often with AES (pypdf[crypto]).
+    body = encrypted(make_pdf(PAPER), "", algorithm)
+    web.route("/restricted.pdf", web.reply(body=body, content_type="application/pdf"))
     output = await toolbox().call("browse", url=f"{web.url}/restricted.pdf")
     assert output == f"URL: {web.url}/restricted.pdf\n\n{PAPER_TEXT}"
 

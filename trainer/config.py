@@ -47,7 +47,8 @@ class RolloutConfig:
     prompts_per_step: int = 8
     """Questions per step, over all ranks."""
     group_size: int = 8
-    """Episodes sampled per question (the GRPO group)."""
+    """Episodes sampled per question (the GRPO group); under MarsRL's grouped rollouts, the samples each agent
+    draws per input."""
     max_tokens: int = 16
     """Most new tokens per model call."""
     temperature: float = 1.0
@@ -61,6 +62,44 @@ class RolloutConfig:
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
 
 
+MARSRL_ROLLOUTS = ("chains", "grouped")
+MARSRL_SELECTIONS = ("random", "balanced", "adaptive")
+
+
+@dataclass
+class MarsRLConfig:
+    """How ``method: marsrl`` rolls out (seeds/001 §3.3-3.4); ``trainer/methods/marsrl_rollout.py`` has the rules."""
+
+    rollout: str = "chains"
+    """``chains``: ``rollout.group_size`` ordinary V-C runs per question (``task.system_options`` apply);
+    ``grouped``: the paper's grouped agentic rollouts -- ``group_size`` Solver samples, then each later agent
+    samples ``group_size`` outputs on each of 2 chosen outputs of the agent before it."""
+    selection: str = "adaptive"
+    """How ``grouped`` chooses those 2 outputs: ``random`` (uniformly), ``balanced`` (one right and one wrong
+    where there are both) or ``adaptive`` (the paper's best: the Verifier prefers wrong solutions, the Corrector
+    prefers reports that rightly flagged an error)."""
+    agents: int = 5
+    """Agents in a ``grouped`` rollout, 2 to 5: Solver, Verifier1, Corrector1, Verifier2, Corrector2 (the paper's
+    five; 3 stops after Corrector1)."""
+
+    def __post_init__(self) -> None:
+        for name, value, allowed in (
+            ("rollout", self.rollout, MARSRL_ROLLOUTS),
+            ("selection", self.selection, MARSRL_SELECTIONS),
+        ):
+            if value not in allowed:
+                raise ConfigError(
+                    f"algorithm.marsrl.{name} must be one of {', '.join(allowed)}; got {value!r}"
+                )
+        if not 2 <= self.agents <= 5:
+            raise ConfigError(f"algorithm.marsrl.agents must be 2 to 5; got {self.agents!r}")
+        if self.rollout == "chains" and (self.selection, self.agents) != ("adaptive", 5):
+            raise ConfigError(
+                "algorithm.marsrl.selection and .agents apply to rollout 'grouped' only; set rollout: grouped "
+                "or remove them"
+            )
+
+
 @dataclass
 class AlgorithmConfig:
     method: str = "grpo"
@@ -68,6 +107,8 @@ class AlgorithmConfig:
     ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
     advantage: str = "grpo"
     """``grpo`` (group-normalised outcome rewards) or ``gae`` (PPO with a critic)."""
+    marsrl: MarsRLConfig = field(default_factory=MarsRLConfig)
+    """MarsRL's rollout mode and sampling strategy; only ``method: marsrl`` reads it."""
     grpo_eps: float = 1e-6
     """Epsilon added to the group std."""
     grpo_unbiased_std: bool = True
@@ -101,6 +142,10 @@ class AlgorithmConfig:
     """Clip range of the critic's value update (gae only)."""
     critic_lr: float = 1e-3
     """Critic learning rate (gae only)."""
+
+    def __post_init__(self) -> None:
+        if self.method != "marsrl" and self.marsrl != MarsRLConfig():
+            raise ConfigError(f"algorithm.marsrl applies to method 'marsrl' only; method is {self.method!r}")
 
 
 @dataclass

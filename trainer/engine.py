@@ -1,7 +1,8 @@
 """The RL training loop. One ``Trainer.train_step`` reads top to bottom:
 
 1. rollout  -- each question's group of episodes runs through the harness system (the evaluation code) with the
-   live policy as its ``Chat`` (transformers generation, or a vLLM engine synced to the policy on a GPU);
+   live policy as its ``Chat`` (transformers generation, or a vLLM engine synced to the policy on a GPU), or
+   through the method's own rollout when it has one (MarsRL's grouped rollouts, over the same system steps);
 2. scoring  -- the task rewards each episode; its calls become samples (``trainer.samples``); a non-finite reward
    skips the step, reported;
 3. update   -- old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the
@@ -152,6 +153,7 @@ class Trainer:
         self.system = get_system(config.task.system)
         self.system_options, tool_settings = self.system.split_options(config.task.system_options)
         self.toolbox = self._toolbox(tool_settings)
+        self.own_rollout = self.method.rollout(config) if self.method.rollout is not None else None
         self.prompts = PromptOrder(len(self.task.items), config.seed)
         rollout = config.rollout
         sampling = Sampling(
@@ -244,6 +246,10 @@ class Trainer:
         return metrics
 
     async def _rollout(self, items: list[dict[str, Any]]) -> list[list[Episode]]:
+        if self.own_rollout is not None:  # one generator per question, drawn in order from the step's seed
+            rngs = [random.Random(random.getrandbits(64)) for _ in items]
+            groups = [self.own_rollout(item, self.chat, rng) for item, rng in zip(items, rngs, strict=True)]
+            return list(await asyncio.gather(*groups))
         size = self.config.rollout.group_size
         runs = [
             run_system(self.system.name, item["question"], self.chat, self.toolbox, **self.system_options)

@@ -3,7 +3,9 @@
 A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
 estimator the engine runs on them (``estimator``), and -- when its advantages are not the engine's plain GRPO over
 ``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
-finite; it may also change the set of rows, as MARS's balanced sampling does).
+finite; it may also change the set of rows, as MARS's balanced sampling does). A method may also sample a
+question's episodes itself (``rollout``: MarsRL's grouped agentic rollouts branch inside the V-C system) instead
+of the engine's ``rollout.group_size`` independent runs of the task's system.
 
 Sample ``parent`` indices are local to the list a method returns; ``concatenate`` offsets them when the engine joins
 the questions of a step.
@@ -12,14 +14,16 @@ the questions of a step.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from torch import Tensor
 
-from harness.systems.types import Episode, ModelCall
+from harness.systems.types import Chat, Episode, ModelCall
 from trainer.advantages import grpo
+from trainer.config import TrainConfig
 from trainer.samples import Sample, sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
@@ -52,6 +56,11 @@ Advantages = Callable[[list[Sample], GroupNorm], list[Sample]]
 value per response token) and returns the rows to train on."""
 
 
+GroupRollout = Callable[[dict[str, Any], Chat, random.Random], Awaitable[list[Episode]]]
+"""``rollout(item, chat, rng) -> episodes``: one question's group of episodes, sampled with the policy's ``chat``;
+``rng`` is the question's seeded generator for the method's own random choices."""
+
+
 @dataclass(frozen=True)
 class Method:
     """A registered training method (see the module docstring)."""
@@ -62,6 +71,9 @@ class Method:
     """The ``algorithm.advantage`` the method needs (``grpo`` or ``gae``); ``None`` accepts either."""
     advantages: Advantages | None = None
     """The method's own advantage assignment; ``None`` lets the engine run ``estimator`` on the samples."""
+    rollout: Callable[[TrainConfig], GroupRollout | None] | None = None
+    """The method's own rollout under a config (checked there: a bad combination is an error); ``None``, or
+    ``None`` returned, lets the engine run ``rollout.group_size`` runs of ``task.system`` per question."""
 
 
 def question_id(item: dict[str, Any]) -> str:

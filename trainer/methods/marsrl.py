@@ -1,4 +1,4 @@
-"""MarsRL (seeds/001 §3.1-3.3): agent-specific verifiable rewards for the V-C reasoning system
+"""MarsRL (seeds/001 §3.1-3.4): agent-specific verifiable rewards for the V-C reasoning system
 (``harness.systems.vc``), trained with GRPO normalised per (question, agent).
 
 Rewards (§3.2), each against the reference answer -- never the trajectory's outcome:
@@ -12,22 +12,35 @@ Verifier1's report and Corrector2 after Verifier2's. Each agent is its own GRPO 
 (``<question>/<agent>``). Every call is one sample; a Corrector replays the candidate solution as an assistant turn
 of its prompt, which is not trained (only its own reply is).
 
-Of §3.3-3.4, implemented: agent-specific rewards and per-agent grouping over the system's ordinary rollouts
-(``group_size`` V-C runs per question). Not implemented: grouped agentic rollouts (each agent sampling a group on 2
-chosen outputs of the previous one) and the random / balanced / adaptive choice of those outputs -- they need the
-rollout to branch inside the system, which runs one chain per episode; agentic pipeline parallelism and segment
-rollouts (throughput schedules: here every agent's samples enter the same step's update once the episode ends).
+Rollouts (§3.3-3.4, ``algorithm.marsrl`` in the recipe): ``chains`` (the default) runs the system's ordinary
+rollouts, ``group_size`` V-C runs per question, grouped per (question, agent) as above; ``grouped`` runs the
+paper's grouped agentic rollouts (``trainer.methods.marsrl_rollout``): one episode per question whose calls form a
+tree -- ``group_size`` Solver samples, then each later agent samples ``group_size`` outputs on each of 2 outputs of
+the previous agent chosen by the ``random`` / ``balanced`` / ``adaptive`` strategy -- grouped per (question, agent,
+shared input): ``<question>/solver`` and ``<question>/<agent>/<input call id>``.
+
+Not implemented: agentic pipeline parallelism and segment rollouts (throughput schedules: here every agent's
+samples enter the same step's update once the question's rollout ends).
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from harness.systems.parsing import strip_thinking
-from harness.systems.types import Episode, ModelCall
-from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
+from harness.systems.types import Chat, Episode, ModelCall
+from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
 from judges.math import extract_answer, is_equivalent
-from trainer.methods.base import Method, call_samples, concatenate, role_group, train_final_reply_only
+from trainer.config import TrainConfig
+from trainer.methods.base import (
+    GroupRollout,
+    Method,
+    call_samples,
+    concatenate,
+    role_group,
+    train_final_reply_only,
+)
+from trainer.methods.marsrl_rollout import grouped_rollout
 from trainer.samples import Sample
 
 POSITIVE, NEGATIVE = 1.0, -1.0
@@ -35,7 +48,7 @@ POSITIVE, NEGATIVE = 1.0, -1.0
 
 def solution_is_correct(call: ModelCall, reference: str) -> bool:
     """Whether a Solver/Corrector call's answer (text after ``</think>``) matches the reference (§3.2)."""
-    return is_equivalent(extract_answer(strip_thinking(call.reply.text)), reference)
+    return is_equivalent(extract_answer(solution_text(call)), reference)
 
 
 def agent_rewards(episode: Episode, reference: str) -> dict[int, float]:
@@ -66,12 +79,18 @@ def agent(call: ModelCall, episode: Episode) -> str:
     return f"{CORRECTOR}{agent(report, episode)[-1]}"
 
 
+def group_key(item: dict[str, Any], call: ModelCall, episode: Episode) -> str:
+    """``<question>/<agent>``; in a grouped rollout a later agent's groups share one input:
+    ``<question>/<agent>/<input call id>``."""
+    key = role_group(item, agent(call, episode))
+    grouped = episode.meta.get("rollout") == "grouped" and call.role != SOLVER
+    return f"{key}/{call.parent}" if grouped else key
+
+
 def episode_samples(item: dict[str, Any], episode: Episode, tokenizer: Any) -> list[Sample]:
-    """One sample per call, rewarded by its agent's reward and grouped by (question, agent)."""
+    """One sample per call, rewarded by its agent's reward and grouped by ``group_key``."""
     rewards = agent_rewards(episode, str(item["answer"]))
-    samples = call_samples(
-        tokenizer, episode.calls, rewards, lambda call: role_group(item, agent(call, episode))
-    )
+    samples = call_samples(tokenizer, episode.calls, rewards, lambda call: group_key(item, call, episode))
     return [train_final_reply_only(s) if s.role == CORRECTOR else s for s in samples]
 
 
@@ -81,4 +100,36 @@ def rewarded_samples(
     return concatenate([episode_samples(item, episode, tokenizer) for episode in episodes])
 
 
-METHOD = Method(name="marsrl", rewarded_samples=rewarded_samples, estimator="grpo")
+def rollout(config: TrainConfig) -> GroupRollout | None:
+    """The grouped agentic rollout under ``algorithm.marsrl.rollout: grouped`` (``None`` for ``chains``: the
+    engine's ordinary V-C runs)."""
+    options = config.algorithm.marsrl
+    if options.rollout == "chains":
+        return None
+    if config.task.system != "vc":
+        raise ValueError(
+            f"algorithm.marsrl.rollout 'grouped' branches the vc system; task.system is {config.task.system!r}"
+        )
+    if config.task.system_options:
+        raise ValueError(
+            f"task.system_options {sorted(config.task.system_options)} do not apply to algorithm.marsrl.rollout "
+            "'grouped' (a fixed tree of algorithm.marsrl.agents agents, no retries); remove them"
+        )
+
+    async def sample(item: dict[str, Any], chat: Chat, rng: random.Random) -> list[Episode]:
+        reference = str(item["answer"])
+        episode = await grouped_rollout(
+            item["question"],
+            chat,
+            lambda episode: agent_rewards(episode, reference),
+            group_size=config.rollout.group_size,
+            selection=options.selection,
+            agents=options.agents,
+            rng=rng,
+        )
+        return [episode]
+
+    return sample
+
+
+METHOD = Method(name="marsrl", rewarded_samples=rewarded_samples, estimator="grpo", rollout=rollout)

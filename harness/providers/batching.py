@@ -1,16 +1,20 @@
 """Gather concurrent async requests into batches for a blocking batch function run in a worker thread.
 
-Inspect calls a provider's ``generate`` once per sample, concurrently. ``RequestBatcher.submit`` queues a request;
-a batch is launched as soon as ``batch_size`` requests wait, or ``wait_ms`` after the oldest waiting request
-arrived, whichever comes first. One batch runs at a time (the model is busy), and requests that arrive meanwhile
-form the next batch. A batch function's exception is raised to every request of that batch.
+Inspect calls a provider's ``generate`` once per sample, concurrently. ``RequestQueue`` is what every scheduler
+shares: ``submit`` queues a request and awaits its future, one worker task per event loop serves the queue, and
+``gather_window`` waits until ``batch_size`` requests wait or ``wait_ms`` passed since the oldest arrived.
+
+``RequestBatcher`` is static batching: a batch is launched when the window closes, one batch runs at a time (the
+model is busy), and requests that arrive meanwhile form the next batch; every request of a batch resolves when
+the whole batch is done. A batch function's exception is raised to every request of that batch. The continuous
+(iteration-level) scheduler is ``harness.providers.scheduler.ContinuousBatcher``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -18,14 +22,75 @@ Request = TypeVar("Request")
 Result = TypeVar("Result")
 
 
-@dataclass
-class _Waiting(Generic[Request]):
+@dataclass(eq=False)
+class Waiting(Generic[Request]):
+    """A submitted request and the future its caller awaits."""
+
     request: Request
     future: asyncio.Future
     arrived: float = field(default_factory=time.monotonic)
 
 
-class RequestBatcher(Generic[Request, Result]):
+class RequestQueue(Generic[Request, Result]):
+    """Concurrently submitted requests, served by ``serve`` (a subclass's scheduling policy)."""
+
+    def __init__(self, *, batch_size: int = 16, wait_ms: float = 10.0):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if wait_ms < 0:
+            raise ValueError(f"batch_wait_ms must be >= 0, got {wait_ms}")
+        self.batch_size = batch_size
+        self.wait_seconds = wait_ms / 1000
+        self.batch_sizes: list[int] = []
+        """The number of requests started together, for every batch so far (for tests and benchmarks)."""
+        self.waiting: list[Waiting[Request]] = []
+        self._arrival: asyncio.Event | None = None
+        self._worker: asyncio.Task | None = None
+
+    async def submit(self, request: Request) -> Result:
+        """Queue ``request`` and wait for its result."""
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
+            self.waiting = [w for w in self.waiting if w.future.get_loop() is loop and not w.future.done()]
+            self._arrival = asyncio.Event()
+            self._worker = loop.create_task(self.serve())
+        waiting = Waiting(request, loop.create_future())
+        self.waiting.append(waiting)
+        self._arrival.set()  # type: ignore[union-attr]
+        return await waiting.future
+
+    async def serve(self) -> None:
+        """Serve ``self.waiting`` until it is empty (the worker task of the current event loop)."""
+        raise NotImplementedError
+
+    async def gather_window(self) -> None:
+        """Wait until a full batch waits or the oldest waiting request has waited ``wait_seconds``."""
+        arrival = self._arrival
+        assert arrival is not None
+        while len(self.waiting) < self.batch_size:
+            remaining = self.waiting[0].arrived + self.wait_seconds - time.monotonic()
+            if remaining <= 0:
+                return
+            arrival.clear()
+            try:
+                await asyncio.wait_for(arrival.wait(), timeout=remaining)
+            except TimeoutError:
+                return
+
+    def take(self, count: int) -> list[Waiting[Request]]:
+        """Remove the ``count`` oldest waiting requests from the queue; return those not cancelled meanwhile."""
+        taken, self.waiting = self.waiting[:count], self.waiting[count:]
+        return [w for w in taken if not w.future.done()]
+
+
+def fail(requests: Iterable[Waiting], error: BaseException) -> None:
+    """Raise ``error`` to every request whose caller still waits."""
+    for waiting in requests:
+        if not waiting.future.done():
+            waiting.future.set_exception(error)
+
+
+class RequestBatcher(RequestQueue[Request, Result]):
     """Runs ``run_batch(requests) -> results`` (same order) on batches of concurrently submitted requests."""
 
     def __init__(
@@ -35,61 +100,22 @@ class RequestBatcher(Generic[Request, Result]):
         batch_size: int = 16,
         wait_ms: float = 10.0,
     ):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if wait_ms < 0:
-            raise ValueError(f"batch_wait_ms must be >= 0, got {wait_ms}")
+        super().__init__(batch_size=batch_size, wait_ms=wait_ms)
         self._run_batch = run_batch
-        self.batch_size = batch_size
-        self.wait_seconds = wait_ms / 1000
-        self.batch_sizes: list[int] = []
-        """The size of every batch run so far (for tests and benchmarks)."""
-        self._waiting: list[_Waiting[Request]] = []
-        self._arrival: asyncio.Event | None = None
-        self._worker: asyncio.Task | None = None
 
-    async def submit(self, request: Request) -> Result:
-        """Queue ``request`` and wait for its result."""
-        loop = asyncio.get_running_loop()
-        if self._worker is None or self._worker.done() or self._worker.get_loop() is not loop:
-            self._waiting = [w for w in self._waiting if w.future.get_loop() is loop and not w.future.done()]
-            self._arrival = asyncio.Event()
-            self._worker = loop.create_task(self._serve())
-        waiting = _Waiting(request, loop.create_future())
-        self._waiting.append(waiting)
-        self._arrival.set()  # type: ignore[union-attr]
-        return await waiting.future
-
-    async def _serve(self) -> None:
-        while self._waiting:
-            await self._gather_window()
-            batch, self._waiting = self._waiting[: self.batch_size], self._waiting[self.batch_size :]
-            batch = [w for w in batch if not w.future.cancelled()]
+    async def serve(self) -> None:
+        while self.waiting:
+            await self.gather_window()
+            batch = self.take(self.batch_size)
             if batch:
                 await self._run(batch)
 
-    async def _gather_window(self) -> None:
-        """Wait until a full batch waits or the oldest waiting request has waited ``wait_seconds``."""
-        arrival = self._arrival
-        assert arrival is not None
-        while len(self._waiting) < self.batch_size:
-            remaining = self._waiting[0].arrived + self.wait_seconds - time.monotonic()
-            if remaining <= 0:
-                return
-            arrival.clear()
-            try:
-                await asyncio.wait_for(arrival.wait(), timeout=remaining)
-            except TimeoutError:
-                return
-
-    async def _run(self, batch: list[_Waiting[Request]]) -> None:
+    async def _run(self, batch: list[Waiting[Request]]) -> None:
         self.batch_sizes.append(len(batch))
         try:
             results: Sequence[Any] = await asyncio.to_thread(self._run_batch, [w.request for w in batch])
         except Exception as error:  # every request of the batch sees the batch's failure
-            for waiting in batch:
-                if not waiting.future.done():
-                    waiting.future.set_exception(error)
+            fail(batch, error)
             return
         for waiting, result in zip(batch, results, strict=True):
             if not waiting.future.done():

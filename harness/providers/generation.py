@@ -22,11 +22,14 @@ This is the generation core shared by the ``local/`` Inspect provider and the tr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 
 class PromptTooLongError(ValueError):
@@ -133,7 +136,6 @@ def context_length(model: Any) -> int:
     return int(getattr(model.config, "max_position_embeddings", 0) or 2**31)
 
 
-@torch.inference_mode()
 def generate(
     model: Any,
     tokenizer: Any,
@@ -141,78 +143,238 @@ def generate(
     sampling: Sampling | Sequence[Sampling],
     *,
     max_model_len: int | None = None,
-    top_logprobs: int = 0,
+    top_logprobs: int | Sequence[int] = 0,
 ) -> list[Completion]:
     """Complete each prompt (token ids) with its own sampling settings, as one left-padded batch.
 
-    ``sampling`` is one setting for every row or one per row. ``max_model_len`` defaults to the model's context
-    window. Returns one ``Completion`` per prompt, in order.
+    ``sampling`` is one setting for every row or one per row, and so is ``top_logprobs``. ``max_model_len``
+    defaults to the model's context window. Returns one ``Completion`` per prompt, in order.
     """
     rows = len(prompts)
     settings = [sampling] * rows if isinstance(sampling, Sampling) else list(sampling)
     if len(settings) != rows:
         raise ValueError(f"got {rows} prompts but {len(settings)} sampling settings")
+    tops = [top_logprobs] * rows if isinstance(top_logprobs, int) else list(top_logprobs)
+    if len(tops) != rows:
+        raise ValueError(f"got {rows} prompts but {len(tops)} top_logprobs counts")
     if rows == 0:
         return []
-    limit = max_model_len or context_length(model)
-    budgets = [
-        _token_budget(len(p), s.max_tokens, limit, i)
-        for i, (p, s) in enumerate(zip(prompts, settings, strict=True))
-    ]
+    batch = DecodeBatch(model, tokenizer, max_model_len=max_model_len)
+    batch.admit(range(rows), prompts, settings, tops)
+    while batch.rows:
+        batch.step()
+    done = dict(batch.take_finished())
+    return [done[row] for row in range(rows)]
 
-    device = next(model.parameters()).device
-    input_ids, attention_mask = _left_pad(prompts, tokenizer.pad_token_id or 0, device)
-    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    eos_ids = torch.tensor(sorted(stop_token_ids(model, tokenizer)), device=device)
-    generators = [_row_generator(s.seed, device) for s in settings]
 
-    responses: list[list[int]] = [[] for _ in range(rows)]
-    logprobs: list[list[float]] = [[] for _ in range(rows)]
-    tops: list[list[list[tuple[int, float]]]] = [[] for _ in range(rows)]
-    finish: list[str | None] = [None] * rows
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=True)
-    for _ in range(max(budgets)):
-        logits = out.logits[:, -1, :].float()
-        log_probs = torch.log_softmax(logits, dim=-1)
-        tokens = _choose_tokens(logits, settings, generators)
-        token_logprobs = log_probs.gather(1, tokens[:, None])[:, 0]
-        ended = torch.isin(tokens, eos_ids).tolist()
-        best = log_probs.topk(top_logprobs, dim=-1) if top_logprobs else None
-        for row in range(rows):
-            if finish[row] is not None:
-                continue
-            responses[row].append(int(tokens[row]))
-            logprobs[row].append(float(token_logprobs[row]))
-            if best is not None:
-                tops[row].append(
-                    list(zip(best.indices[row].tolist(), best.values[row].tolist(), strict=True))
+@dataclass(eq=False)
+class _Row:
+    """One completion in progress in a ``DecodeBatch``."""
+
+    key: Hashable
+    prompt: list[int]
+    sampling: Sampling
+    budget: int
+    top_logprobs: int
+    generator: torch.Generator | None
+    response: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    tops: list[list[tuple[int, float]]] = field(default_factory=list)
+    finish: Literal["stop", "length"] | None = None
+
+    def completion(self, tokenizer: Any) -> Completion:
+        return Completion(
+            text=_final_text(tokenizer, self.response, self.sampling.stop),
+            finish_reason=self.finish or "length",
+            prompt_ids=self.prompt,
+            response_ids=self.response,
+            logprobs=self.logprobs,
+            top_logprobs=self.tops if self.top_logprobs else None,
+        )
+
+
+class DecodeBatch:
+    """Rows decoding together over one KV cache; rows join between steps (``admit``) and leave when they finish
+    (or are ``drop``-ped), so the batch holds only unfinished rows.
+
+    State, one entry per row: the ``DynamicCache`` (left-padded in the sequence dimension), the attention mask
+    over it (0 on padding), the position of the row's last token, and the logits of its next token. ``admit``
+    prefills newcomers as their own left-padded batch and merges their cache in (the narrower side padded on
+    the left, then concatenated along the batch); ``step`` picks one token per row from the pending logits,
+    retires finished rows (``DynamicCache.batch_select_indices``) to ``take_finished``, trims padding columns
+    no row needs any more, and feeds the survivors' tokens. Each row's numbers depend only on its own tokens (padding is masked and
+    positions are per row), so a row gets the same tokens and logprobs whichever rows it shares steps with.
+    Only caches made of plain full-attention ``DynamicLayer``s can be merged (``unmergeable_cache_reason``).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_model_len: int | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.limit = max_model_len or context_length(model)
+        self.device = next(model.parameters()).device
+        self.eos_ids = torch.tensor(sorted(stop_token_ids(model, tokenizer)), device=self.device)
+        self.step_sizes: list[int] = []
+        """The number of rows of every decode step so far (for tests and benchmarks)."""
+        self._finished: list[tuple[Hashable, Completion]] = []
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every running row (after a failed step, whose cache may be half updated)."""
+        self.rows: list[_Row] = []
+        self._cache: DynamicCache | None = None
+        self._mask = self._positions = self._logits = torch.empty(0)
+
+    @torch.inference_mode()
+    def admit(
+        self,
+        keys: Iterable[Hashable],
+        prompts: Sequence[Sequence[int]],
+        settings: Sequence[Sampling],
+        top_logprobs: Sequence[int],
+    ) -> None:
+        """Prefill new rows (``keys`` name them in ``step``'s results) and add them to the running batch."""
+        rows = [
+            _Row(
+                key=key,
+                prompt=list(prompt),
+                sampling=setting,
+                budget=_token_budget(len(prompt), setting.max_tokens, self.limit, index),
+                top_logprobs=top,
+                generator=_row_generator(setting.seed, self.device),
+            )
+            for index, (key, prompt, setting, top) in enumerate(
+                zip(keys, prompts, settings, top_logprobs, strict=True)
+            )
+        ]
+        input_ids, mask = _left_pad(prompts, self.tokenizer.pad_token_id or 0, self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
+        )
+        if not self.rows:
+            self._cache, self._mask = out.past_key_values, mask
+            self._positions, self._logits, self.rows = positions[:, -1:], out.logits[:, -1, :], rows
+            return
+        width = max(self._mask.shape[1], mask.shape[1])
+        self._cache = DynamicCache(
+            ddp_cache_data=[
+                (
+                    torch.cat([_pad_sequence(old.keys, width), _pad_sequence(new.keys, width)]),
+                    torch.cat([_pad_sequence(old.values, width), _pad_sequence(new.values, width)]),
                 )
-            if ended[row] or _ends_with_stop(tokenizer, responses[row], settings[row].stop):
-                finish[row] = "stop"
-            elif len(responses[row]) >= budgets[row]:
-                finish[row] = "length"
-        if all(f is not None for f in finish):
-            break
-        attention_mask = torch.cat([attention_mask, attention_mask.new_ones(rows, 1)], dim=1)
-        positions = positions[:, -1:] + 1
-        out = model(
+                for old, new in zip(self._cache.layers, out.past_key_values.layers, strict=True)  # type: ignore[union-attr]
+            ]
+        )
+        self._mask = torch.cat([_pad_sequence(self._mask, width, dim=1), _pad_sequence(mask, width, dim=1)])
+        self._positions = torch.cat([self._positions, positions[:, -1:]])
+        self._logits = torch.cat([self._logits, out.logits[:, -1, :]])
+        self.rows = self.rows + rows
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        """Give every row its next token; rows that finish leave the batch for ``take_finished``."""
+        logits = self._logits.float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        tokens = _choose_tokens(logits, [r.sampling for r in self.rows], [r.generator for r in self.rows])
+        token_logprobs = log_probs.gather(1, tokens[:, None])[:, 0].tolist()
+        ended = torch.isin(tokens, self.eos_ids).tolist()
+        most = max(r.top_logprobs for r in self.rows)
+        best = log_probs.topk(most, dim=-1) if most else None
+        self.step_sizes.append(len(self.rows))
+        for index, row in enumerate(self.rows):
+            row.response.append(int(tokens[index]))
+            row.logprobs.append(token_logprobs[index])
+            if best is not None and row.top_logprobs:
+                chosen = best.indices[index, : row.top_logprobs].tolist()
+                row.tops.append(
+                    list(zip(chosen, best.values[index, : row.top_logprobs].tolist(), strict=True))
+                )
+            if ended[index] or _ends_with_stop(self.tokenizer, row.response, row.sampling.stop):
+                row.finish = "stop"
+            elif len(row.response) >= row.budget:
+                row.finish = "length"
+        self._finished += [(row.key, row.completion(self.tokenizer)) for row in self.rows if row.finish]
+        survivors = [index for index, row in enumerate(self.rows) if not row.finish]
+        self._keep(survivors)
+        if self.rows:
+            self._feed(tokens[survivors])
+
+    def run(self, until: threading.Event) -> None:
+        """Step until a row has finished, ``until`` is set, or no row is left."""
+        while self.rows and not self._finished and not until.is_set():
+            self.step()
+
+    def take_finished(self) -> list[tuple[Hashable, Completion]]:
+        """The rows finished since the last call, as ``(key, completion)`` (kept even if a later step failed)."""
+        finished, self._finished = self._finished, []
+        return finished
+
+    @torch.inference_mode()
+    def drop(self, keys: Iterable[Hashable]) -> None:
+        """Remove the rows named by ``keys`` (cancelled requests) from the batch."""
+        gone = set(keys)
+        self._keep([index for index, row in enumerate(self.rows) if row.key not in gone])
+
+    def _keep(self, indices: list[int]) -> None:
+        """Keep only the rows at ``indices``, and cut the padding columns that no kept row needs."""
+        if len(indices) == len(self.rows):
+            return
+        self.rows = [self.rows[i] for i in indices]
+        if not self.rows:
+            self.clear()
+            return
+        selected = torch.tensor(indices, device=self.device)
+        self._cache.batch_select_indices(selected)  # type: ignore[union-attr]
+        self._mask, self._positions = self._mask[selected], self._positions[selected]
+        self._logits = self._logits[selected]
+        first = int(self._mask.any(dim=0).int().argmax())
+        if first:
+            self._mask = self._mask[:, first:]
+            self._cache = DynamicCache(
+                ddp_cache_data=[
+                    (layer.keys[..., first:, :], layer.values[..., first:, :])
+                    for layer in self._cache.layers  # type: ignore[union-attr]
+                ]
+            )
+
+    def _feed(self, tokens: torch.Tensor) -> None:
+        """Run the rows' newest tokens through the model: the next logits, and the cache one column wider."""
+        self._mask = torch.cat([self._mask, self._mask.new_ones(len(self.rows), 1)], dim=1)
+        self._positions = self._positions + 1
+        out = self.model(
             input_ids=tokens[:, None],
-            attention_mask=attention_mask,
-            position_ids=positions,
-            past_key_values=out.past_key_values,
+            attention_mask=self._mask,
+            position_ids=self._positions,
+            past_key_values=self._cache,
             use_cache=True,
         )
-    return [
-        Completion(
-            text=_final_text(tokenizer, responses[row], settings[row].stop),
-            finish_reason=finish[row],  # type: ignore[arg-type]
-            prompt_ids=list(prompts[row]),
-            response_ids=responses[row],
-            logprobs=logprobs[row],
-            top_logprobs=tops[row] if top_logprobs else None,
-        )
-        for row in range(rows)
-    ]
+        self._cache, self._logits = out.past_key_values, out.logits[:, -1, :]
+
+
+@torch.inference_mode()
+def unmergeable_cache_reason(model: Any) -> str | None:
+    """Why ``DecodeBatch`` cannot merge this model's KV caches (sliding-window, hybrid, linear-attention or
+    quantised layers), or ``None`` when it can. Probed with a one-token forward pass."""
+    probe = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
+    cache = model(input_ids=probe, use_cache=True).past_key_values
+    if type(cache) is not DynamicCache:
+        return f"the model keeps a {type(cache).__name__}, not a DynamicCache"
+    others = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})
+    if others:
+        return f"its cache has {', '.join(others)} layers, not only full-attention DynamicLayers"
+    if not all(layer.is_initialized for layer in cache.layers):
+        return "some cache layers stay empty (shared key/value states)"
+    return None
+
+
+def _pad_sequence(tensor: torch.Tensor, width: int, dim: int = -2) -> torch.Tensor:
+    """``tensor`` zero-padded on the left of dimension ``dim`` to ``width``."""
+    missing = width - tensor.shape[dim]
+    if not missing:
+        return tensor
+    shape = list(tensor.shape)
+    shape[dim] = missing
+    return torch.cat([tensor.new_zeros(shape), tensor], dim=dim)
 
 
 def _token_budget(prompt_length: int, max_tokens: int, limit: int, row: int) -> int:

@@ -5,9 +5,16 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 concurrent requests into batches (``harness.providers.batching``) generated with per-request sampling settings
 (``harness.providers.generation``). ``auto`` takes vLLM when it is installed and a CUDA GPU is present.
 
+The transformers backend schedules requests (``-M scheduler``) either ``continuous`` (the default;
+``harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
+retires finished rows between decode steps, each request answered as soon as its own row ends; or ``static``
+(``harness.providers.batching``): batches gathered for ``batch_wait_ms`` and run to their longest row, one at a
+time. A model whose KV cache cannot be merged across requests (sliding-window, hybrid or linear-attention
+layers) is batched statically, with a warning naming the reason. Both give every request the same tokens.
+
 ``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
 ``cuda:N``; for vLLM ``cuda:N`` or a GPU list ``0,1``), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
-``seed`` (torch's global seed; vLLM's ``--seed``), ``batch_size``, ``batch_wait_ms``, ``merge`` (merge a LoRA
+``seed`` (torch's global seed; vLLM's ``--seed``), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
 adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
 ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
@@ -53,18 +60,22 @@ from inspect_ai.util._json import JSON_SCHEMA_EXTENDED_FIELDS, json_schema_dump
 from harness.providers.batching import RequestBatcher
 from harness.providers.generation import (
     Completion,
+    DecodeBatch,
     Sampling,
     context_length,
     generate,
     render_prompt,
     template_renders_tools,
+    unmergeable_cache_reason,
 )
 from harness.providers.loading import LoadedModel, default_device, load_checkpoint
 from harness.providers.resolve import ResolvedCheckpoint, resolve_checkpoint
+from harness.providers.scheduler import ContinuousBatcher, GenerationRequest
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "hf", "vllm")
+SCHEDULERS = ("continuous", "static")
 TOOL_FORMAT = "any"
 """Model family given to Inspect's open-model tool-call parser: not a known family, so it tries every format."""
 
@@ -81,6 +92,7 @@ class LocalOptions:
     seed: int | None = None
     batch_size: int = 16
     batch_wait_ms: float = 10.0
+    scheduler: str = "continuous"
     merge: bool = True
     base: str | None = None
     tokenizer: str | None = None
@@ -100,6 +112,10 @@ class LocalOptions:
         options = cls(**model_args)
         if options.backend not in BACKENDS:
             raise ValueError(f"local/: -M backend={options.backend} is not one of {', '.join(BACKENDS)}")
+        if options.scheduler not in SCHEDULERS:
+            raise ValueError(
+                f"local/: -M scheduler={options.scheduler} is not one of {', '.join(SCHEDULERS)}"
+            )
         return options
 
 
@@ -198,7 +214,7 @@ class LocalVLLMAPI(VLLMAPI):
         self.model_name = self.local_name
 
 
-_loaded: dict[tuple, tuple[LoadedModel, RequestBatcher]] = {}
+_loaded: dict[tuple, tuple[LoadedModel, RequestBatcher | ContinuousBatcher]] = {}
 """Models already loaded in this process (several roles naming one checkpoint share weights and batches)."""
 
 
@@ -220,14 +236,12 @@ class TransformersModelAPI(ModelAPI):
             options.max_model_len,
             options.batch_size,
             options.batch_wait_ms,
+            options.scheduler,
         )
         if key not in _loaded:
             loaded = load_checkpoint(checkpoint, dtype=options.dtype, device=device, merge=merge)
             context = options.max_model_len or context_length(loaded.model)
-            batcher = RequestBatcher(
-                _batch_runner(loaded, context), batch_size=options.batch_size, wait_ms=options.batch_wait_ms
-            )
-            _loaded[key] = (loaded, batcher)
+            _loaded[key] = (loaded, _scheduler(model_name, loaded, context, options))
         self.loaded, self.batcher = _loaded[key]
         self.context = options.max_model_len or context_length(self.loaded.model)
         self.template_args = (
@@ -341,24 +355,26 @@ class TransformersModelAPI(ModelAPI):
         return output
 
 
-def _batch_runner(loaded: LoadedModel, context: int):
-    """The blocking batch function: requests are ``(prompt_ids, sampling, top_logprobs)``."""
+def _scheduler(
+    model_name: str, loaded: LoadedModel, context: int, options: LocalOptions
+) -> RequestBatcher | ContinuousBatcher:
+    """The ``-M scheduler`` for a loaded model; continuous falls back to static when caches cannot be merged."""
+    sizes = {"batch_size": options.batch_size, "wait_ms": options.batch_wait_ms}
+    if options.scheduler == "continuous":
+        reason = unmergeable_cache_reason(loaded.model)
+        if reason is None:
+            return ContinuousBatcher(
+                DecodeBatch(loaded.model, loaded.tokenizer, max_model_len=context), **sizes
+            )
+        logger.warning("local/%s: continuous batching is off (%s); batching statically", model_name, reason)
 
-    def run_batch(requests: list[tuple[list[int], Sampling, int]]) -> list[Completion]:
-        completions = generate(
-            loaded.model,
-            loaded.tokenizer,
-            [prompt for prompt, _, _ in requests],
-            [sampling for _, sampling, _ in requests],
-            max_model_len=context,
-            top_logprobs=max(top for _, _, top in requests),
+    def run_batch(requests: list[GenerationRequest]) -> list[Completion]:
+        prompts, settings, tops = zip(*requests, strict=True)
+        return generate(
+            loaded.model, loaded.tokenizer, prompts, settings, max_model_len=context, top_logprobs=tops
         )
-        for completion, (_, _, top) in zip(completions, requests, strict=True):  # each request's own count
-            if completion.top_logprobs is not None:
-                completion.top_logprobs = [best[:top] for best in completion.top_logprobs] if top else None
-        return completions
 
-    return run_batch
+    return RequestBatcher(run_batch, **sizes)
 
 
 def _first(*values: Any) -> Any:

@@ -1,0 +1,79 @@
+"""Continuous (iteration-level) batching of concurrent generation requests on one ``DecodeBatch``.
+
+``ContinuousBatcher.submit((prompt_ids, sampling, top_logprobs))`` returns the request's ``Completion``. A worker
+task (one per event loop) keeps a running batch of at most ``batch_size`` rows and, between decode steps, admits
+waiting requests into its free rows (their prompts are prefilled and their KV cache merged into the running
+one) and retires finished rows; each request's future resolves as soon as ITS row finishes. Decode steps run in
+a worker thread, several in a row, until a row finishes, a request arrives or a caller cancels.
+
+When the batch is empty the worker first waits, as static batching does, until ``batch_size`` requests wait or
+``wait_ms`` passed since the oldest arrived; while rows run, newcomers join at the next step. A failing prefill
+fails the requests being admitted; a failing decode step fails every row in it (the batch then starts afresh).
+A cancelled request's row is dropped from the batch. ``batch_sizes`` records how many requests were admitted
+together each time and ``step_sizes`` how many rows every decode step had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from harness.providers.batching import RequestQueue, Waiting, fail
+from harness.providers.generation import Completion, DecodeBatch, Sampling
+
+GenerationRequest = tuple[list[int], Sampling, int]
+"""``(prompt_ids, sampling, top_logprobs)``."""
+
+
+class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
+    """Serves generation requests with iteration-level scheduling on ``batch`` (see the module docstring)."""
+
+    def __init__(self, batch: DecodeBatch, *, batch_size: int = 16, wait_ms: float = 10.0):
+        super().__init__(batch_size=batch_size, wait_ms=wait_ms)
+        self.batch = batch
+        self._wake = threading.Event()
+        """Set by the event loop to make the decode thread hand control back (arrival or cancellation)."""
+
+    @property
+    def step_sizes(self) -> list[int]:
+        return self.batch.step_sizes
+
+    async def submit(self, request: GenerationRequest) -> Completion:
+        self._wake.set()
+        try:
+            return await super().submit(request)
+        except asyncio.CancelledError:
+            self._wake.set()
+            raise
+
+    async def serve(self) -> None:
+        self.batch.clear()  # rows of an earlier event loop can no longer be answered
+        while self.waiting or self.batch.rows:
+            if not self.batch.rows:
+                await self.gather_window()
+            self._wake.clear()
+            self.batch.drop(row.key for row in self.batch.rows if row.key.future.done())
+            await self._admit(self.take(self.batch_size - len(self.batch.rows)))
+            if self.batch.rows:
+                await self._advance()
+
+    async def _admit(self, newcomers: list[Waiting[GenerationRequest]]) -> None:
+        if not newcomers:
+            return
+        self.batch_sizes.append(len(newcomers))
+        prompts, settings, tops = zip(*(w.request for w in newcomers), strict=True)
+        try:
+            await asyncio.to_thread(self.batch.admit, newcomers, prompts, settings, tops)
+        except Exception as error:  # the running rows are untouched; only the newcomers fail
+            fail(newcomers, error)
+
+    async def _advance(self) -> None:
+        try:
+            await asyncio.to_thread(self.batch.run, self._wake)
+        except Exception as error:  # the cache may be half updated: fail every row and start afresh
+            fail((row.key for row in self.batch.rows), error)
+            self.batch.clear()
+        finally:  # rows that finished before a failure keep their completions
+            for waiting, completion in self.batch.take_finished():
+                if not waiting.future.done():
+                    waiting.future.set_result(completion)

@@ -8,6 +8,9 @@ This is the generation core shared by the ``local/`` Inspect provider and the tr
     [done] = generate(model, tokenizer, [prompt], Sampling(max_tokens=64, temperature=0.6, top_p=0.95, seed=1))
     done.text, done.finish_reason, done.prompt_ids, done.response_ids, done.logprobs
 
+* ``DecodeBatch`` is the decode engine: a running batch over one KV cache that rows join between steps and
+  leave as soon as they finish; ``generate`` runs one batch of prompts through it to the end, and the
+  ``local/`` provider's continuous scheduler (``harness.providers.scheduler``) feeds it requests as they come.
 * Every row of a batch has its own ``Sampling`` (temperature, top-p, top-k, max tokens, stop strings, seed), so
   unrelated requests share one forward pass. A row with a ``seed`` draws from its own random generator: the same
   request gives the same tokens alone or in any batch. ``temperature=0`` is greedy decoding.

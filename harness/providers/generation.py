@@ -148,7 +148,8 @@ def generate(
     max_model_len: int | None = None,
     top_logprobs: int | Sequence[int] = 0,
 ) -> list[Completion]:
-    """Complete each prompt (token ids) with its own sampling settings, as one left-padded batch.
+    """Complete each prompt (token ids) with its own sampling settings, as one ``DecodeBatch`` (rows leave it as
+    they finish).
 
     ``sampling`` is one setting for every row or one per row, and so is ``top_logprobs``. ``max_model_len``
     defaults to the model's context window. Returns one ``Completion`` per prompt, in order.

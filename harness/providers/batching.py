@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from harness.providers.trace import RecentSizes
+
 Request = TypeVar("Request")
 Result = TypeVar("Result")
 
@@ -41,8 +43,8 @@ class RequestQueue(Generic[Request, Result]):
             raise ValueError(f"batch_wait_ms must be >= 0, got {wait_ms}")
         self.batch_size = batch_size
         self.wait_seconds = wait_ms / 1000
-        self.batch_sizes: list[int] = []
-        """The number of requests started together, for every batch so far (for tests and benchmarks)."""
+        self.batch_sizes = RecentSizes()
+        """The number of requests started together, for every recent batch (for tests and benchmarks)."""
         self.waiting: list[Waiting[Request]] = []
         self._arrival: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None

@@ -34,6 +34,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from harness.providers.trace import RecentSizes
+
 
 class PromptTooLongError(ValueError):
     """A prompt does not fit the model's context window."""
@@ -217,8 +219,8 @@ class DecodeBatch:
         self.limit = max_model_len or context_length(model)
         self.device = next(model.parameters()).device
         self.eos_ids = torch.tensor(sorted(stop_token_ids(model, tokenizer)), device=self.device)
-        self.step_sizes: list[int] = []
-        """The number of rows of every decode step so far (for tests and benchmarks)."""
+        self.step_sizes = RecentSizes()
+        """The number of rows of every recent decode step (for tests and benchmarks)."""
         self._finished: list[tuple[Hashable, Completion]] = []
         self.clear()
 

@@ -1,4 +1,5 @@
-"""The request batcher: size and wait-window triggers, result order, errors reach every request of a batch."""
+"""The request batcher: size and wait-window triggers, result order, errors reach every request of a batch;
+the bounded record of batch sizes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import pytest
 
 from harness.providers.batching import RequestBatcher
+from harness.providers.trace import RecentSizes
 
 
 def doubler(calls: list[list[int]]):
@@ -84,3 +86,14 @@ def test_the_batcher_works_across_event_loops():
 def test_bad_settings_are_clear_errors(size, wait, message):
     with pytest.raises(ValueError, match=message):
         RequestBatcher(lambda r: r, batch_size=size, wait_ms=wait)
+
+
+def test_the_size_record_keeps_the_latest_entries_only():
+    sizes = RecentSizes(keep=3)
+    for size in range(1, 6):
+        sizes.append(size)
+    assert sizes == [1, 2, 3, 4, 5]  # under 2 x keep: everything
+    sizes.append(6)
+    assert sizes == [4, 5, 6]  # at 2 x keep: down to the latest 3
+    sizes.append(7)
+    assert sizes == [4, 5, 6, 7] and sizes[-2:] == [6, 7]

@@ -218,7 +218,8 @@ async def test_each_request_resolves_when_its_own_row_finishes(pair):
 async def test_a_request_arriving_mid_flight_joins_the_running_batch(pair):
     _, tokenizer = pair
     batcher = scheduler(pair)
-    first, late = Sampling(max_tokens=60, temperature=0), Sampling(max_tokens=8, temperature=1.0, seed=3)
+    # 300 steps for the first row: room for the late request to join even on a starved event loop
+    first, late = Sampling(max_tokens=300, temperature=0), Sampling(max_tokens=8, temperature=1.0, seed=3)
     first_task = asyncio.ensure_future(batcher.submit((prompt_of(tokenizer, MEDIUM), first, 0)))
     await steps_reach(batcher, 4)
     late_done = await batcher.submit((prompt_of(tokenizer, LONG), late, 2))
@@ -228,13 +229,13 @@ async def test_a_request_arriving_mid_flight_joins_the_running_batch(pair):
     assert batcher.batch_sizes == [1, 1]
     joined = batcher.step_sizes.index(2)
     assert joined >= 4
-    assert batcher.step_sizes == [1] * joined + [2] * 8 + [1] * (60 - joined - 8)
+    assert batcher.step_sizes == [1] * joined + [2] * 8 + [1] * (300 - joined - 8)
 
 
 async def test_a_cancelled_request_is_dropped_and_the_others_finish(tiny_qwen, qwen_pair):
     _, tokenizer = qwen_pair
     batcher = scheduler(qwen_pair, wait_ms=100)
-    endless, kept = Sampling(max_tokens=5000, temperature=0), Sampling(max_tokens=40, temperature=0)
+    endless, kept = Sampling(max_tokens=5000, temperature=0), Sampling(max_tokens=200, temperature=0)
     doomed = asyncio.ensure_future(batcher.submit((prompt_of(tokenizer, LONG), endless, 0)))
     other = asyncio.ensure_future(batcher.submit((prompt_of(tokenizer, SHORT), kept, 0)))
     await steps_reach(batcher, 3)
@@ -243,7 +244,9 @@ async def test_a_cancelled_request_is_dropped_and_the_others_finish(tiny_qwen, q
     with pytest.raises(asyncio.CancelledError):
         await doomed
     cut = batcher.step_sizes.index(1)
-    assert 3 <= cut < 40 and batcher.step_sizes == [2] * cut + [1] * (40 - cut)  # the endless row left early
+    assert 3 <= cut < 200 and batcher.step_sizes == [2] * cut + [1] * (
+        200 - cut
+    )  # the endless row left early
     assert batcher.batch.rows == []
 
 
@@ -267,7 +270,7 @@ async def test_a_failing_decode_step_fails_its_rows_and_the_scheduler_recovers(q
     broken = {"decode": False}
     failing = FailingModel(model, lambda ids: broken["decode"] and ids.shape[1] == 1)
     batcher = ContinuousBatcher(DecodeBatch(failing, tokenizer), batch_size=4, wait_ms=100)
-    greedy = Sampling(max_tokens=50, temperature=0)
+    greedy = Sampling(max_tokens=300, temperature=0)  # still running when the model breaks, even if starved
     running = [
         asyncio.ensure_future(batcher.submit((prompt_of(tokenizer, q), greedy, 0))) for q in (SHORT, LONG)
     ]

@@ -42,6 +42,9 @@ class TaskConfig:
     """Options passed to the system's ``run``."""
 
 
+ROLLOUT_SCHEDULERS = ("continuous", "static")
+
+
 @dataclass
 class RolloutConfig:
     prompts_per_step: int = 8
@@ -60,6 +63,18 @@ class RolloutConfig:
     policy each step; needs vllm and a CUDA GPU) or ``auto`` (vLLM when both are present), as ``local/`` picks."""
     vllm_gpu_memory: float = 0.3
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
+    scheduler: str = "continuous"
+    """How the ``hf`` backend batches the concurrent calls of the step's episodes (``trainer.policy``):
+    ``continuous`` (rows join and leave a running batch between decode steps, so an episode's next call starts
+    while longer rows still run; deterministic: the same seed gives the same tokens) or ``static`` (the calls
+    pending together run as one batch to its longest row). The ``vllm`` backend always batches statically (vLLM
+    schedules continuously inside each batch)."""
+
+    def __post_init__(self) -> None:
+        if self.scheduler not in ROLLOUT_SCHEDULERS:
+            raise ConfigError(
+                f"rollout.scheduler must be one of {', '.join(ROLLOUT_SCHEDULERS)}; got {self.scheduler!r}"
+            )
 
 
 MARSRL_ROLLOUTS = ("chains", "grouped")

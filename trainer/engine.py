@@ -169,7 +169,13 @@ class Trainer:
                 seed=config.seed * 1_009 + self.dist.rank,
                 gpu_memory_utilization=rollout.vllm_gpu_memory,
             )
-        self.chat = PolicyChat(self.policy, self.tokenizer, defaults=sampling, generator=self.vllm)
+        self.chat = PolicyChat(
+            self.policy,
+            self.tokenizer,
+            defaults=sampling,
+            generator=self.vllm,
+            scheduler="static" if self.vllm is not None else rollout.scheduler,
+        )
         self.step = 0
         if resume:
             self.resume()

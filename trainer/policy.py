@@ -2,10 +2,20 @@
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
 (``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.vllm_rollout`` on a GPU. Calls made concurrently -- ``asyncio.gather``
-over a group of episodes, or parallel agents inside one episode -- are batched into one generator call, each
-row with its own sampling settings. Every ``Reply`` carries the prompt ids, the response ids (ending with the
-end-of-turn token unless truncated) and their logprobs under the model's unmodified distribution.
+contract -- the vLLM engine of ``trainer.vllm_rollout`` on a GPU. Every ``Reply`` carries the prompt ids, the
+response ids (ending with the end-of-turn token unless truncated) and their logprobs under the model's unmodified
+distribution. Two schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel
+agents inside one episode):
+
+* ``static``: the calls pending in one event-loop tick run as ONE generator call, each row with its own sampling
+  settings; a call issued later waits until that whole batch has finished (the longest row).
+* ``continuous`` (transformers only): one ``DecodeBatch`` driven from the event loop, without threads or clocks.
+  Each round admits every pending call (prefill), runs one decode step, answers the calls whose rows finished,
+  then yields the loop ``SETTLE_TICKS`` times so that their continuations can issue their next calls, which join
+  at the next step. It stops when nothing runs or waits. Admissions depend only on the computation, so the same
+  inputs and torch RNG state give the same tokens; seeded and greedy rows get the same tokens as under ``static``
+  (a row's numbers do not depend on its batch mates). A failing decode step fails the calls running in it; a
+  failing admission fails the calls being admitted.
 """
 
 from __future__ import annotations
@@ -16,27 +26,45 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.providers.generation import Completion, Sampling, generate, render_prompt
+from harness.providers.generation import Completion, DecodeBatch, Sampling, generate, render_prompt
 from harness.systems.types import Message, Reply
+from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
+
+SETTLE_TICKS = 32
+"""Event-loop ticks the continuous scheduler yields after answering calls before it admits new ones: each tick
+runs one generation of ready callbacks (a task waking, a ``gather`` completing, a new task starting), so a call
+issued that many hand-offs after its predecessor's answer joins the very next decode step (later ones, one step
+later). A tick without ready work costs microseconds; a decode step costs milliseconds."""
 
 Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
 """Completes each prompt (token ids) with its own ``Sampling``, in order (``harness.providers.generation``'s
 contract: response ids with their logprobs under the unmodified model distribution)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Request:
     prompt_ids: list[int]
     sampling: Sampling
     future: asyncio.Future = field(repr=False)
 
+    def answer(self, outcome: Completion | BaseException) -> None:
+        """Resolve the call unless its caller has gone (cancelled)."""
+        if self.future.done():
+            return
+        if isinstance(outcome, BaseException):
+            self.future.set_exception(outcome)
+        else:
+            self.future.set_result(outcome)
+
 
 class PolicyChat:
-    """A ``Chat`` backed by a live policy model; concurrent calls are batched into one generate call.
+    """A ``Chat`` backed by a live policy model; concurrent calls are batched (see the module docstring).
 
-    ``generator`` replaces transformers generation on ``model`` (e.g. a vLLM engine synced to the policy).
+    ``generator`` replaces transformers generation on ``model`` (e.g. a vLLM engine synced to the policy) and
+    runs under the ``static`` scheduler only. ``batch`` is the continuous scheduler's ``DecodeBatch`` (its
+    ``step_sizes`` record the rows of every decode step), ``None`` under ``static``.
     """
 
     def __init__(
@@ -47,14 +75,23 @@ class PolicyChat:
         defaults: Sampling | None = None,
         name: str = "policy",
         generator: Generator | None = None,
+        scheduler: str = "static",
     ):
+        if scheduler not in SCHEDULERS:
+            raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
+        if scheduler == "continuous" and generator is not None:
+            raise ValueError(
+                "the continuous scheduler drives transformers generation; use 'static' with a generator"
+            )
         self.model = model
         self.tokenizer = tokenizer
         self.generator = generator
         self.defaults = defaults or Sampling()
         self.name = name
+        self.scheduler = scheduler
+        self.batch = DecodeBatch(model, tokenizer) if scheduler == "continuous" else None
         self._pending: list[_Request] = []
-        self._flush: asyncio.Task | None = None
+        self._driver: asyncio.Task | None = None
 
     def sampling(self, overrides: dict[str, Any]) -> Sampling:
         """The default sampling settings with a call's overrides applied; unknown settings are an error."""
@@ -67,8 +104,9 @@ class PolicyChat:
         prompt_ids = render_prompt(self.tokenizer, messages)
         request = _Request(prompt_ids, self.sampling(sampling), asyncio.get_running_loop().create_future())
         self._pending.append(request)
-        if self._flush is None:
-            self._flush = asyncio.create_task(self._run_pending())
+        if self._driver is None:
+            drive = self._run_pending() if self.batch is None else self._run_continuous(self.batch)
+            self._driver = asyncio.create_task(drive)
         completion: Completion = await request.future
         return Reply(
             text=completion.text,
@@ -82,8 +120,9 @@ class PolicyChat:
         )
 
     async def _run_pending(self) -> None:
+        """Static scheduling: the calls pending after one tick, as one generator call."""
         await asyncio.sleep(0)  # let every coroutine that is ready enqueue its request first
-        batch, self._pending, self._flush = self._pending, [], None
+        batch, self._pending, self._driver = self._pending, [], None
         prompts, settings = [r.prompt_ids for r in batch], [r.sampling for r in batch]
         try:
             if self.generator is not None:
@@ -92,7 +131,56 @@ class PolicyChat:
                 completions = generate(self.model, self.tokenizer, prompts, settings)
         except Exception as err:  # every waiting call must hear about the failure
             for request in batch:
-                request.future.set_exception(err)
+                request.answer(err)
             return
         for request, completion in zip(batch, completions, strict=True):
-            request.future.set_result(completion)
+            request.answer(completion)
+
+    async def _run_continuous(self, batch: DecodeBatch) -> None:
+        """Continuous scheduling: settle, admit, step, answer -- until nothing runs or waits."""
+        try:
+            while True:
+                for _ in range(SETTLE_TICKS):
+                    await asyncio.sleep(0)
+                self._admit(batch)
+                if not batch.rows:
+                    return
+                self._step(batch)
+        finally:  # normally nothing is left; a cancelled driver (its loop closing) cancels what it holds
+            self._driver = None
+            for request in [row.key for row in batch.rows] + self._pending:
+                request.future.cancel()
+            self._pending = []
+            batch.clear()
+
+    def _admit(self, batch: DecodeBatch) -> None:
+        newcomers = [r for r in self._pending if not r.future.done()]
+        self._pending = []
+        batch.drop(row.key for row in batch.rows if row.key.future.done())  # callers that have gone
+        if not newcomers:
+            return
+        try:
+            batch.admit(
+                newcomers,
+                [r.prompt_ids for r in newcomers],
+                [r.sampling for r in newcomers],
+                [0] * len(newcomers),
+            )
+        except Exception as err:  # the running rows are untouched; the newcomers fail
+            for request in newcomers:
+                request.answer(err)
+
+    def _step(self, batch: DecodeBatch) -> None:
+        error = None
+        try:
+            batch.step()
+        except (
+            Exception
+        ) as err:  # the cache may be half updated: the step's rows fail, the batch starts afresh
+            error = err
+        for request, completion in batch.take_finished():  # rows finished before a failure keep their result
+            request.answer(completion)
+        if error is not None:
+            for row in batch.rows:
+                row.key.answer(error)
+            batch.clear()

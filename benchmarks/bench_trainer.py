@@ -5,19 +5,30 @@ lr 1e-2, no KL, on CPU. Reported in ``extra_info`` and printed, never asserted: 
 (prompt + completion tokens per second), their ratio (target >= 1.0), and the share of padding among the token
 positions each trainer's forward passes compute (target <= 10%). The first step of each is a warm-up. Run:
 ``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_trainer.py --benchmark-only -s``.
+
+``test_rollout_continuous_vs_static`` times the rollout phase alone: a step's V-C group (Solver -> Verifier ->
+Corrector ..., ``harness.systems.vc``) through ``PolicyChat`` under each scheduler, in alternating rounds under
+the same torch seeds. The tiny model's end-of-turn logit is raised (``eos_prone``) so that replies end at varied
+lengths, as a trained policy's do; with every row running to ``max_tokens`` both schedulers would step in
+lockstep. Reported: rollout seconds per step of each and their ratio static / continuous (> 1: continuous is
+faster), and the decode steps each took.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
 import pytest
 import torch
 
+from harness.providers.generation import Sampling, generate, render_prompt
+from harness.systems import build_toolbox, get_system, run_system
 from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 from trainer.engine import Trainer
+from trainer.policy import PolicyChat
 from trainer.toy import addition_task, reply_reward
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,4 +147,88 @@ def test_trainer_vs_trl_grpo(benchmark, tiny, tmp_path):
         f"trl:  {baseline['step_s']:.3f} s/step, {baseline['tokens_per_s']:.0f} tok/s, "
         f"padding {baseline['padding_share']:.1%}\n"
         f"tokens/s ratio ours/trl: {ratio:.2f} (target >= 1.0)"
+    )
+
+
+VC_QUESTIONS, VC_GROUP, VC_TOKENS, VC_ROUNDS = 4, 4, 24, 3
+VC_OPTIONS = {"accept_after": 2, "max_iterations": 2, "solver_attempts": 3}
+EOS_RATE = 1 / 12
+"""Mean per-token end-of-turn probability of the ``eos_prone`` model: replies of 1 to ``VC_TOKENS`` tokens."""
+
+
+@pytest.fixture(scope="module")
+def eos_prone(tiny):
+    """The tiny model with its end-of-turn output row pointed along the mean final hidden state, scaled (by
+    bisection) so that the end-of-turn token's mean probability over sampled replies is ``EOS_RATE``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    prompts = [render_prompt(tokenizer, [{"role": "user", "content": f"What is {i} + 3?"}]) for i in range(8)]
+    torch.manual_seed(0)
+    replies = generate(model, tokenizer, prompts, Sampling(max_tokens=VC_TOKENS))
+    with torch.no_grad():
+        hidden = torch.cat(
+            [
+                model(torch.tensor([r.prompt_ids + r.response_ids]), output_hidden_states=True).hidden_states[
+                    -1
+                ][0]
+                for r in replies
+            ]
+        )
+        direction = hidden.mean(0) / hidden.mean(0).norm() ** 2
+        low, high = 0.0, 32.0
+        for _ in range(30):
+            scale = (low + high) / 2
+            model.lm_head.weight[eos] = scale * direction
+            rate = torch.softmax(model.lm_head(hidden), -1)[:, eos].mean()
+            low, high = (scale, high) if rate < EOS_RATE else (low, scale)
+    return model, tokenizer
+
+
+def vc_rollout_seconds(model, tokenizer, scheduler: str, seed: int) -> tuple[float, int, int]:
+    """Seconds to roll out one step's V-C group, its model calls, and its decode steps (continuous only)."""
+    chat = PolicyChat(model, tokenizer, defaults=Sampling(max_tokens=VC_TOKENS), scheduler=scheduler)
+    system = get_system("vc")
+    toolbox = build_toolbox(system, {})
+    questions = [f"What is {i} + {7 - i}?" for i in range(VC_QUESTIONS)]
+
+    async def group():
+        runs = [run_system("vc", q, chat, toolbox, **VC_OPTIONS) for q in questions for _ in range(VC_GROUP)]
+        return await asyncio.gather(*runs)
+
+    torch.manual_seed(seed)
+    started = time.perf_counter()
+    episodes = asyncio.run(group())
+    seconds = time.perf_counter() - started
+    steps = len(chat.batch.step_sizes) if chat.batch is not None else 0
+    return seconds, sum(len(e.calls) for e in episodes), steps
+
+
+def test_rollout_continuous_vs_static(benchmark, eos_prone):
+    model, tokenizer = eos_prone
+    vc_rollout_seconds(model, tokenizer, "continuous", seed=99)  # warm-up
+    totals = {"static": [0.0, 0, 0], "continuous": [0.0, 0, 0]}
+
+    def rounds():
+        for seed in range(VC_ROUNDS):
+            for scheduler in ("static", "continuous"):
+                for index, value in enumerate(vc_rollout_seconds(model, tokenizer, scheduler, seed)):
+                    totals[scheduler][index] += value
+
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    static_s, continuous_s = (totals[s][0] / VC_ROUNDS for s in ("static", "continuous"))
+    ratio = static_s / continuous_s
+    benchmark.extra_info.update(
+        static_rollout_s=static_s,
+        continuous_rollout_s=continuous_s,
+        static_over_continuous=ratio,
+        calls_per_step={s: totals[s][1] / VC_ROUNDS for s in totals},
+        continuous_decode_steps=totals["continuous"][2] / VC_ROUNDS,
+    )
+    print(
+        f"\nV-C group rollout ({VC_QUESTIONS}x{VC_GROUP} episodes, <= {VC_TOKENS} tokens a call): "
+        f"static {static_s:.3f} s/step ({totals['static'][1] / VC_ROUNDS:.0f} calls), "
+        f"continuous {continuous_s:.3f} s/step ({totals['continuous'][1] / VC_ROUNDS:.0f} calls, "
+        f"{totals['continuous'][2] / VC_ROUNDS:.0f} decode steps); static / continuous: {ratio:.2f}"
     )

@@ -168,3 +168,21 @@ def test_engine_builds_the_configured_scheduler(toy_config, tmp_path, scheduler)
     )
     chat = Trainer(config, tmp_path).chat
     assert chat.scheduler == scheduler and (chat.batch is not None) == (scheduler == "continuous")
+
+
+def test_a_cancelled_call_leaves_the_batch_at_the_next_step(tiny_model, tiny_tokenizer):
+    chat = PolicyChat(
+        tiny_model, tiny_tokenizer, defaults=Sampling(**GREEDY, max_tokens=8), scheduler="continuous"
+    )
+
+    async def rollout():
+        doomed = asyncio.create_task(chat("solver", _ask("doomed")))
+        kept = asyncio.create_task(chat("solver", _ask("kept")))
+        while len(chat.batch.step_sizes) < 2:  # the scheduler yields between steps, so this runs after step 2
+            await asyncio.sleep(0)
+        doomed.cancel()
+        return await kept, await asyncio.gather(doomed, return_exceptions=True)
+
+    kept, [cancelled] = asyncio.run(rollout())
+    assert isinstance(cancelled, asyncio.CancelledError) and len(kept.response_ids) == 8
+    assert list(chat.batch.step_sizes) == [2, 2] + [1] * 6

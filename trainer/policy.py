@@ -102,11 +102,14 @@ class PolicyChat:
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
         prompt_ids = render_prompt(self.tokenizer, messages)
-        request = _Request(prompt_ids, self.sampling(sampling), asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        if self._driver is not None and self._driver.get_loop() is not loop:
+            self._abandon_stopped_loop()
+        request = _Request(prompt_ids, self.sampling(sampling), loop.create_future())
         self._pending.append(request)
         if self._driver is None:
             drive = self._run_pending() if self.batch is None else self._run_continuous(self.batch)
-            self._driver = asyncio.create_task(drive)
+            self._driver = loop.create_task(drive)
         completion: Completion = await request.future
         return Reply(
             text=completion.text,
@@ -118,6 +121,14 @@ class PolicyChat:
             response_ids=completion.response_ids,
             logprobs=completion.logprobs,
         )
+
+    def _abandon_stopped_loop(self) -> None:
+        """Forget the scheduler task and the calls of an event loop that stopped without cancelling them
+        (``run_until_complete``, then ``close``): no one can await them any more."""
+        self._driver, self._pending = None, []
+        if self.batch is not None:
+            self.batch.clear()
+            self.batch.take_finished()
 
     async def _run_pending(self) -> None:
         """Static scheduling: the calls pending after one tick, as one generator call."""
@@ -138,6 +149,7 @@ class PolicyChat:
 
     async def _run_continuous(self, batch: DecodeBatch) -> None:
         """Continuous scheduling: settle, admit, step, answer -- until nothing runs or waits."""
+        driver = asyncio.current_task()
         try:
             while True:
                 for _ in range(SETTLE_TICKS):
@@ -147,11 +159,13 @@ class PolicyChat:
                     return
                 self._step(batch)
         finally:  # normally nothing is left; a cancelled driver (its loop closing) cancels what it holds
-            self._driver = None
-            for request in [row.key for row in batch.rows] + self._pending:
-                request.future.cancel()
-            self._pending = []
-            batch.clear()
+            # (a driver abandoned with its stopped loop, finalised later, leaves the new loop's calls alone)
+            if self._driver is driver:
+                self._driver = None
+                for request in [row.key for row in batch.rows] + self._pending:
+                    request.future.cancel()
+                self._pending = []
+                batch.clear()
 
     def _admit(self, batch: DecodeBatch) -> None:
         newcomers = [r for r in self._pending if not r.future.done()]

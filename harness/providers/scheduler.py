@@ -9,14 +9,18 @@ a worker thread, several in a row, until a row finishes, a request arrives or a 
 When the batch is empty the worker first waits, as static batching does, until ``batch_size`` requests wait or
 ``wait_ms`` passed since the oldest arrived; while rows run, newcomers join at the next step. A failing prefill
 fails the requests being admitted; a failing decode step fails every row in it (the batch then starts afresh).
-A cancelled request's row is dropped from the batch. ``batch_sizes`` records how many requests were admitted
-together each time and ``step_sizes`` how many rows every decode step had.
+A cancelled request's row is dropped from the batch. A worker starts afresh: rows and completions of an earlier
+event loop (one that stopped without cancelling its requests) are dropped, once that loop's decode thread, which
+nothing stops, has finished its step (one thread at a time works on the batch). ``batch_sizes`` records how many
+requests were admitted together each time and ``step_sizes`` how many rows every decode step had.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from harness.providers.batching import RequestQueue, Waiting, fail
 from harness.providers.generation import Completion, DecodeBatch, Sampling
@@ -33,6 +37,8 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
         self.batch = batch
         self._wake = threading.Event()
         """Set by the event loop to make the decode thread hand control back (arrival or cancellation)."""
+        self._batch_in_use = threading.Lock()
+        """Held by the thread working on ``batch`` (an earlier event loop's decode thread may still run)."""
 
     @property
     def step_sizes(self) -> list[int]:
@@ -47,7 +53,7 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
             raise
 
     async def serve(self) -> None:
-        self.batch.clear()  # rows of an earlier event loop can no longer be answered
+        await self._on_batch(self._start_afresh)
         while self.waiting or self.batch.rows:
             if not self.batch.rows:
                 await self.gather_window()
@@ -63,17 +69,32 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
         self.batch_sizes.append(len(newcomers))
         prompts, settings, tops = zip(*(w.request for w in newcomers), strict=True)
         try:
-            await asyncio.to_thread(self.batch.admit, newcomers, prompts, settings, tops)
+            await self._on_batch(self.batch.admit, newcomers, prompts, settings, tops)
         except Exception as error:  # the running rows are untouched; only the newcomers fail
             fail(newcomers, error)
 
     async def _advance(self) -> None:
         try:
-            await asyncio.to_thread(self.batch.run, self._wake)
+            await self._on_batch(self.batch.run, self._wake)
         except Exception as error:  # the cache may be half updated: fail every row and start afresh
             fail((row.key for row in self.batch.rows), error)
             self.batch.clear()
-        finally:  # rows that finished before a failure keep their completions
-            for waiting, completion in self.batch.take_finished():
-                if not waiting.future.done():
-                    waiting.future.set_result(completion)
+        # rows that finished before a failure keep their completions (not in a ``finally``: a worker abandoned
+        # with its closed loop must not take the completions of the next loop's rows when it is finalised)
+        for waiting, completion in self.batch.take_finished():
+            if not waiting.future.done():
+                waiting.future.set_result(completion)
+
+    def _start_afresh(self) -> None:
+        """Drop the rows of an earlier event loop and the completions none of its callers can take any more."""
+        self.batch.clear()
+        self.batch.take_finished()
+
+    async def _on_batch(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)`` in a worker thread, once no other thread works on the batch."""
+
+        def exclusively() -> Any:
+            with self._batch_in_use:
+                return work(*args)
+
+        return await asyncio.to_thread(exclusively)

@@ -1,10 +1,14 @@
-"""Continuous batching across event loops: a request still running when its event loop stopped (``run_until_complete``
-then ``close``, no cancellation) must not break the scheduler for the next loop's requests."""
+"""Continuous batching edge cases: a request still running when its event loop stopped (``run_until_complete``
+then ``close``, no cancellation) must not break the scheduler for the next loop's requests; rows that joined late
+reach the context end (``max_model_len``) as they would alone; a batch that empties starts afresh."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+
+import pytest
+import torch
 
 from harness.providers.generation import DecodeBatch, Sampling, generate, render_prompt
 from harness.providers.scheduler import ContinuousBatcher
@@ -67,3 +71,77 @@ def test_a_decode_thread_left_running_by_a_closed_loop_stops_before_the_next_loo
     assert max(batcher.step_sizes[-20:]) <= 2
     for reply, prompt, sampling in zip(replies, prompts, settings, strict=True):
         assert reply.response_ids == generate(model, tokenizer, [prompt], sampling)[0].response_ids
+
+
+@pytest.fixture(scope="module", params=["qwen2", "llama"])
+def model_pair(request):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = request.getfixturevalue("tiny_qwen" if request.param == "qwen2" else "tiny_llama")
+    return AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def _alone(model, tokenizer, prompt, sampling, *, limit=None, top=0):
+    return generate(model, tokenizer, [prompt], sampling, max_model_len=limit, top_logprobs=top)[0]
+
+
+def _assert_as_alone(shared, single) -> None:
+    assert (shared.response_ids, shared.text, shared.finish_reason) == (
+        single.response_ids,
+        single.text,
+        single.finish_reason,
+    )
+    torch.testing.assert_close(
+        torch.tensor(shared.logprobs), torch.tensor(single.logprobs), atol=1e-5, rtol=1e-5
+    )
+    if single.top_logprobs is not None:
+        assert [[t for t, _ in best] for best in shared.top_logprobs] == [
+            [t for t, _ in best] for best in single.top_logprobs
+        ]
+
+
+def test_rows_joining_late_reach_the_context_end_as_they_would_alone(model_pair):
+    model, tokenizer = model_pair
+    short, medium = _prompt(tokenizer, "x"), _prompt(tokenizer, "What is 2+2?")
+    wide = _prompt(tokenizer, "Find the remainder when 2^100 is divided by 7; explain every step. " * 3)
+    limit = len(wide) + 8  # the wide row has room for 8 tokens; the short one for many more
+    rows = {
+        "short": (short, Sampling(max_tokens=500, temperature=0), 0),
+        "wide": (wide, Sampling(max_tokens=500, temperature=0.8, seed=3), 2),
+        "medium": (medium, Sampling(max_tokens=40, temperature=1.0, top_k=5, seed=4), 1),
+    }
+    batch = DecodeBatch(model, tokenizer, max_model_len=limit)
+    for key, wait in (("short", 20), ("wide", 3), ("medium", 0)):  # each joins rows that decoded a while
+        prompt, sampling, top = rows[key]
+        batch.admit([key], [prompt], [sampling], [top])
+        for _ in range(wait):
+            batch.step()
+    while batch.rows:
+        batch.step()
+    done = dict(batch.take_finished())
+    # both context-bound rows end exactly at the context end; the medium row at its max_tokens
+    assert {key: (c.finish_reason, len(c.prompt_ids) + len(c.response_ids)) for key, c in done.items()} == {
+        "short": ("length", limit),
+        "wide": ("length", limit),
+        "medium": ("length", len(medium) + 40),
+    }
+    for key, (prompt, sampling, top) in rows.items():
+        _assert_as_alone(done[key], _alone(model, tokenizer, prompt, sampling, limit=limit, top=top))
+
+
+def test_a_batch_that_empties_takes_new_rows_as_if_fresh(model_pair):
+    model, tokenizer = model_pair
+    first, second = _prompt(tokenizer, "What is 2+2?"), _prompt(tokenizer, "x")
+    batch = DecodeBatch(model, tokenizer)
+    batch.admit(["first"], [first], [Sampling(max_tokens=5, temperature=0)], [0])
+    while batch.rows:
+        batch.step()
+    assert [key for key, _ in batch.take_finished()] == ["first"]
+    later = Sampling(max_tokens=12, temperature=0.7, seed=9)
+    batch.admit(["second"], [second], [later], [3])
+    assert batch._mask.shape == (1, len(second))  # nothing of the first row's cache is left
+    while batch.rows:
+        batch.step()
+    [(key, completion)] = batch.take_finished()
+    assert key == "second"
+    _assert_as_alone(completion, _alone(model, tokenizer, second, later, top=3))

@@ -1,19 +1,23 @@
 """The ``browse`` tool: fetch a web page or PDF and return its text, for the agent to read.
 
 Pages on the leak blocklist are refused (also after redirects), and so is any answer larger than
-``browse_max_bytes`` (its download stops there). HTML is reduced to its main text (trafilatura); plain text and JSON are returned as they
-are. A PDF -- sent as ``application/pdf``, or recognised by its ``%PDF-`` magic bytes whatever the content type
-(servers often say ``application/octet-stream``) -- is read page by page with pypdf, each page's text after a
-``[page N]`` line (N is the PDF's own page number, so pages without text leave a gap). The agent gets
-``Title: ...`` (when known) and ``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``.
-An encrypted, corrupt or image-only PDF, and any other content type (images, archives), is a ``ToolError``.
+``browse_max_bytes`` (its download stops there). HTML is decoded by its HTTP or ``<meta>`` charset and reduced to
+its main text (trafilatura); plain text and JSON are returned as they are. A PDF -- sent as ``application/pdf``,
+or recognised by its ``%PDF-`` magic bytes whatever the content type (servers often say
+``application/octet-stream``) -- is read page by page with pypdf, each page's text after a ``[page N]`` line (N is
+the PDF's own page number, so pages without text leave a gap). The agent gets ``Title: ...`` (when known) and
+``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``. An encrypted, corrupt or image-only
+PDF, and any other content type (images, archives), is a ``ToolError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import io
+import re
 
+import httpx
 import pypdf
 import trafilatura
 
@@ -34,6 +38,24 @@ def _check_allowed(url: str, blocklist: Blocklist) -> None:
         raise ToolError(
             f"browse: {url} is on the leak blocklist (it may hold benchmark answers); try another source"
         )
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def html_source(response: httpx.Response) -> str:
+    """An HTML page's text, decoded by the HTTP charset, else by the page's own ``<meta charset>`` (or
+    ``http-equiv`` Content-Type) in its first 4 KB -- many non-English sites declare GBK, Shift_JIS or
+    windows-1251 only there -- else as UTF-8; undecodable bytes become U+FFFD."""
+    if response.charset_encoding:
+        return response.text
+    declared = _META_CHARSET.search(response.content[:4096])
+    if declared:
+        try:
+            return response.content.decode(codecs.lookup(declared.group(1).decode("ascii")).name, "replace")
+        except LookupError:
+            pass  # an unknown charset name: fall back to UTF-8 like a browser would
+    return response.content.decode("utf-8", "replace")
 
 
 def main_text(html: str, url: str) -> tuple[str, str]:
@@ -117,7 +139,7 @@ async def browse(
     if is_pdf(content_type, response.content):
         title, text = await asyncio.to_thread(pdf_text, response.content, final_url, max_chars)
     elif content_type in ("text/html", "application/xhtml+xml"):
-        title, text = main_text(response.text, final_url)
+        title, text = main_text(html_source(response), final_url)
     elif content_type in TEXT_TYPES:
         title, text = "", response.text.strip()
     else:

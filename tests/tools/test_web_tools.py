@@ -310,6 +310,48 @@ async def test_browse_reads_a_gzip_encoded_page_within_the_byte_limit(web):
         await toolbox(web, ["browse"], browse_max_bytes=len(text) - 1).call("browse", url=f"{web.url}/zipped")
 
 
+ZH_PARAGRAPH = (
+    "珠穆朗玛峰是地球上海拔最高的山峰，位于中国与尼泊尔边界的喜马拉雅山脉，峰顶海拔八千八百四十九米。" * 3
+)
+RU_PARAGRAPH = (
+    "Джомолунгма — высочайшая вершина Земли, её высота над уровнем моря составляет 8849 метров. " * 3
+)
+
+
+@pytest.mark.parametrize(
+    ("declaration", "codec", "paragraph"),
+    [
+        ('<meta charset="gbk">', "gbk", ZH_PARAGRAPH),
+        (
+            '<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">',
+            "cp1251",
+            RU_PARAGRAPH,
+        ),
+    ],
+)
+async def test_browse_decodes_a_page_by_its_meta_charset(web, declaration, codec, paragraph):
+    page = f"<html><head>{declaration}<title>t</title></head><body><article><p>{paragraph}</p></article></body></html>"
+    # No charset in the HTTP header: only the page itself says how it is encoded.
+    web.route("/page", web.reply(body=page.encode(codec), content_type="text/html"))
+    output = await toolbox(web, ["browse"]).call("browse", url=f"{web.url}/page")
+    assert paragraph.strip() in output and "\ufffd" not in output
+
+
+async def test_browse_prefers_the_http_charset_and_survives_an_unknown_meta_charset(web):
+    body = (
+        f"<html><head><meta charset='gbk'></head><body><article><p>{RU_PARAGRAPH}</p></article></body></html>"
+    )
+    web.route(
+        "/header", web.reply(body=body.encode("cp1251"), content_type="text/html; charset=windows-1251")
+    )
+    assert RU_PARAGRAPH.strip() in await toolbox(web, ["browse"]).call("browse", url=f"{web.url}/header")
+    unknown = body.replace("gbk", "no-such-codec").replace(RU_PARAGRAPH, "Everest is 8,849 metres high. " * 5)
+    web.route("/unknown", web.reply(body=unknown.encode(), content_type="text/html"))
+    assert "Everest is 8,849 metres high." in await toolbox(web, ["browse"]).call(
+        "browse", url=f"{web.url}/unknown"
+    )
+
+
 async def test_browse_caps_long_pages_and_reads_plain_text(web):
     web.route("/notes.txt", web.reply(body="0123456789" * 10, content_type="text/plain"))
     output = await toolbox(web, ["browse"], browse_max_chars=15).call("browse", url=f"{web.url}/notes.txt")

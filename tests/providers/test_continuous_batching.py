@@ -9,6 +9,7 @@ import logging
 
 import pytest
 import torch
+from _completions import assert_same_completion
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
 from harness.providers.batching import RequestBatcher
@@ -52,21 +53,6 @@ def forward_logprobs(model, completion: Completion) -> torch.Tensor:
     return log_probs.gather(1, torch.tensor(completion.response_ids)[:, None])[:, 0]
 
 
-def assert_same(shared: Completion, single: Completion) -> None:
-    assert (shared.response_ids, shared.text, shared.finish_reason) == (
-        single.response_ids,
-        single.text,
-        single.finish_reason,
-    )
-    torch.testing.assert_close(
-        torch.tensor(shared.logprobs), torch.tensor(single.logprobs), atol=1e-5, rtol=1e-5
-    )
-    if single.top_logprobs is not None:
-        assert [[t for t, _ in best] for best in shared.top_logprobs] == [
-            [t for t, _ in best] for best in single.top_logprobs
-        ]
-
-
 def steps(batch: DecodeBatch, count: int) -> None:
     for _ in range(count):
         batch.step()
@@ -103,7 +89,7 @@ def test_rows_admitted_mid_flight_match_running_alone(pair):
     }
     assert set(done) == set(expected)
     for key, single in expected.items():
-        assert_same(done[key], single)
+        assert_same_completion(done[key], single)
         torch.testing.assert_close(
             torch.tensor(done[key].logprobs), forward_logprobs(model, single), atol=1e-5, rtol=1e-5
         )
@@ -141,7 +127,7 @@ def test_stop_strings_and_end_tokens_finish_shared_rows_as_alone(pair):
     finally:
         model.generation_config.eos_token_id = original
     for key, single in expected.items():
-        assert_same(done[key], single)
+        assert_same_completion(done[key], single)
     assert (done["ends"].response_ids, done["ends"].finish_reason) == (free_medium.response_ids[:3], "stop")
     cut = free_long.text.find(stop)
     assert (done["stopped"].text, done["stopped"].finish_reason) == (free_long.text[:cut], "stop")
@@ -164,7 +150,7 @@ def test_dropping_rows_keeps_the_others_exact(pair):
     assert [row.key for row in batch.rows] == ["keep"]
     done = run_to_end(batch)
     assert list(done) == ["keep"]
-    assert_same(done["keep"], alone(pair, SHORT, greedy))
+    assert_same_completion(done["keep"], alone(pair, SHORT, greedy))
     assert batch.step_sizes == [2] + [1] * 9
 
 
@@ -209,8 +195,8 @@ async def test_each_request_resolves_when_its_own_row_finishes(pair):
     short_done = await batcher.submit((prompt_of(tokenizer, SHORT), short, 0))
     assert not long_task.done()
     assert len(batcher.step_sizes) < 40
-    assert_same(short_done, alone(pair, SHORT, short))
-    assert_same(await long_task, alone(pair, LONG, long))
+    assert_same_completion(short_done, alone(pair, SHORT, short))
+    assert_same_completion(await long_task, alone(pair, LONG, long))
     assert batcher.batch_sizes == [2]
     assert batcher.step_sizes == [2, 2] + [1] * 38
 
@@ -224,8 +210,8 @@ async def test_a_request_arriving_mid_flight_joins_the_running_batch(pair):
     await steps_reach(batcher, 4)
     late_done = await batcher.submit((prompt_of(tokenizer, LONG), late, 2))
     assert not first_task.done()
-    assert_same(late_done, alone(pair, LONG, late, top=2))
-    assert_same(await first_task, alone(pair, MEDIUM, first))
+    assert_same_completion(late_done, alone(pair, LONG, late, top=2))
+    assert_same_completion(await first_task, alone(pair, MEDIUM, first))
     assert batcher.batch_sizes == [1, 1]
     joined = batcher.step_sizes.index(2)
     assert joined >= 4
@@ -240,7 +226,7 @@ async def test_a_cancelled_request_is_dropped_and_the_others_finish(tiny_qwen, q
     other = asyncio.ensure_future(batcher.submit((prompt_of(tokenizer, SHORT), kept, 0)))
     await steps_reach(batcher, 3)
     doomed.cancel()
-    assert_same(await other, alone(qwen_pair, SHORT, kept))
+    assert_same_completion(await other, alone(qwen_pair, SHORT, kept))
     with pytest.raises(asyncio.CancelledError):
         await doomed
     cut = batcher.step_sizes.index(1)
@@ -279,7 +265,7 @@ async def test_a_failing_decode_step_fails_its_rows_and_the_scheduler_recovers(q
     results = await asyncio.gather(*running, return_exceptions=True)
     assert [str(r) for r in results] == ["out of memory (simulated)"] * 2
     broken["decode"] = False
-    assert_same(
+    assert_same_completion(
         await batcher.submit((prompt_of(tokenizer, MEDIUM), greedy, 0)), alone(qwen_pair, MEDIUM, greedy)
     )
 
@@ -294,7 +280,7 @@ async def test_a_failing_prefill_fails_only_the_newcomers(qwen_pair):
     await steps_reach(batcher, 2)
     with pytest.raises(RuntimeError, match="simulated"):
         await batcher.submit((prompt_of(tokenizer, LONG), greedy, 0))
-    assert_same(await running, alone(qwen_pair, SHORT, greedy))
+    assert_same_completion(await running, alone(qwen_pair, SHORT, greedy))
     assert batcher.batch_sizes == [1, 1]
 
 

@@ -8,7 +8,7 @@ import asyncio
 import time
 
 import pytest
-import torch
+from _completions import assert_same_completion
 
 from harness.providers.generation import DecodeBatch, Sampling, generate, render_prompt
 from harness.providers.scheduler import ContinuousBatcher
@@ -85,21 +85,6 @@ def _alone(model, tokenizer, prompt, sampling, *, limit=None, top=0):
     return generate(model, tokenizer, [prompt], sampling, max_model_len=limit, top_logprobs=top)[0]
 
 
-def _assert_as_alone(shared, single) -> None:
-    assert (shared.response_ids, shared.text, shared.finish_reason) == (
-        single.response_ids,
-        single.text,
-        single.finish_reason,
-    )
-    torch.testing.assert_close(
-        torch.tensor(shared.logprobs), torch.tensor(single.logprobs), atol=1e-5, rtol=1e-5
-    )
-    if single.top_logprobs is not None:
-        assert [[t for t, _ in best] for best in shared.top_logprobs] == [
-            [t for t, _ in best] for best in single.top_logprobs
-        ]
-
-
 def test_rows_joining_late_reach_the_context_end_as_they_would_alone(model_pair):
     model, tokenizer = model_pair
     short, medium = _prompt(tokenizer, "x"), _prompt(tokenizer, "What is 2+2?")
@@ -126,7 +111,7 @@ def test_rows_joining_late_reach_the_context_end_as_they_would_alone(model_pair)
         "medium": ("length", len(medium) + 40),
     }
     for key, (prompt, sampling, top) in rows.items():
-        _assert_as_alone(done[key], _alone(model, tokenizer, prompt, sampling, limit=limit, top=top))
+        assert_same_completion(done[key], _alone(model, tokenizer, prompt, sampling, limit=limit, top=top))
 
 
 def test_a_batch_that_empties_takes_new_rows_as_if_fresh(model_pair):
@@ -144,4 +129,4 @@ def test_a_batch_that_empties_takes_new_rows_as_if_fresh(model_pair):
         batch.step()
     [(key, completion)] = batch.take_finished()
     assert key == "second"
-    _assert_as_alone(completion, _alone(model, tokenizer, second, later, top=3))
+    assert_same_completion(completion, _alone(model, tokenizer, second, later, top=3))

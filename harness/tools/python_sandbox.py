@@ -23,6 +23,8 @@ from harness.systems.types import ToolError
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 READ_CHUNK = 65536
+REAP_SECONDS = 10.0
+"""How long a killed child's pipes may take to close before the tool answers anyway."""
 
 
 @dataclass(frozen=True)
@@ -97,22 +99,36 @@ async def run_python(code: str, limits: SandboxLimits, executable: str = sys.exe
         )  # fmt: skip
         stdout, stderr = _Stream(keep_tail=False), _Stream(keep_tail=True)
         keep = limits.max_output * 4 + 4  # bytes enough for max_output UTF-8 characters
+        # The pipes are read to their end whatever happens: asyncio's ``wait()`` only returns once both pipes
+        # have closed, and a pipe nobody reads stops being read (and never reports its end) when its buffer fills.
+        finished = asyncio.ensure_future(_communicate(process, keep, stdout, stderr))
         try:
-            await asyncio.wait_for(
-                asyncio.gather(
-                    _drain(process.stdout, keep, stdout), _drain(process.stderr, keep, stderr), process.wait()
-                ),
-                timeout=limits.timeout,
-            )
+            await asyncio.wait_for(asyncio.shield(finished), timeout=limits.timeout)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+            kill_group(process.pid)
+            with contextlib.suppress(TimeoutError):  # the pipes close as the killed group exits
+                await asyncio.wait_for(finished, timeout=REAP_SECONDS)
             raise ToolError(
                 f"python: stopped after the {limits.timeout:g} s time limit (python_timeout); "
                 f"output so far:\n{stdout.text(limits.max_output) or '(none)'}"
             ) from None
+        except asyncio.CancelledError:  # the caller has gone: so does the code (``finished`` then reaps it)
+            kill_group(process.pid)
+            raise
     return _result(process.returncode, stdout.text(limits.max_output), stderr.text(limits.max_output), limits)
+
+
+async def _communicate(
+    process: asyncio.subprocess.Process, keep: int, stdout: _Stream, stderr: _Stream
+) -> None:
+    await asyncio.gather(_drain(process.stdout, keep, stdout), _drain(process.stderr, keep, stderr))
+    await process.wait()
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the child's whole process group (it leads its own session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _result(returncode: int, out: str, err: str, limits: SandboxLimits) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -80,6 +81,14 @@ def _encode(body: str | bytes | dict | list) -> bytes:
     return (body if isinstance(body, str) else json.dumps(body)).encode()
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up mid-answer (a download stopped at its byte limit) are expected, not server errors."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeWeb:
     """Routes ``path -> [Reply, ...]``: each request takes the next reply, the last one repeats; or
     ``path -> function(Seen) -> Reply`` for requests that arrive concurrently in no fixed order."""
@@ -88,7 +97,7 @@ class FakeWeb:
         self.routes: dict[str, list[Reply] | Callable[[Seen], Reply]] = {}
         self.requests: list[Seen] = []
         handler = self._handler()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = _QuietServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     reply = staticmethod(Reply)

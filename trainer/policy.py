@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.providers.batching import settle
 from harness.providers.generation import Completion, DecodeBatch, Sampling, generate, render_prompt
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
@@ -48,15 +49,6 @@ class _Request:
     prompt_ids: list[int]
     sampling: Sampling
     future: asyncio.Future = field(repr=False)
-
-    def answer(self, outcome: Completion | BaseException) -> None:
-        """Resolve the call unless its caller has gone (cancelled)."""
-        if self.future.done():
-            return
-        if isinstance(outcome, BaseException):
-            self.future.set_exception(outcome)
-        else:
-            self.future.set_result(outcome)
 
 
 class PolicyChat:
@@ -141,11 +133,9 @@ class PolicyChat:
             else:
                 completions = generate(self.model, self.tokenizer, prompts, settings)
         except Exception as err:  # every waiting call must hear about the failure
-            for request in batch:
-                request.answer(err)
-            return
+            completions = [err] * len(batch)
         for request, completion in zip(batch, completions, strict=True):
-            request.answer(completion)
+            settle(request.future, completion)
 
     async def _run_continuous(self, batch: DecodeBatch) -> None:
         """Continuous scheduling: settle, admit, step, answer -- until nothing runs or waits."""
@@ -182,19 +172,15 @@ class PolicyChat:
             )
         except Exception as err:  # the running rows are untouched; the newcomers fail
             for request in newcomers:
-                request.answer(err)
+                settle(request.future, err)
 
     def _step(self, batch: DecodeBatch) -> None:
         error = None
         try:
             batch.step()
-        except (
-            Exception
-        ) as err:  # the cache may be half updated: the step's rows fail, the batch starts afresh
+        except Exception as err:
             error = err
-        for request, completion in batch.take_finished():  # rows finished before a failure keep their result
-            request.answer(completion)
-        if error is not None:
-            for row in batch.rows:
-                row.key.answer(error)
-            batch.clear()
+        for request, outcome in batch.take_outcomes(
+            error
+        ):  # rows finished before a failure keep their result
+            settle(request.future, outcome)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -85,11 +85,15 @@ class RequestQueue(Generic[Request, Result]):
         return [w for w in taken if not w.future.done()]
 
 
-def fail(requests: Iterable[Waiting], error: BaseException) -> None:
-    """Raise ``error`` to every request whose caller still waits."""
-    for waiting in requests:
-        if not waiting.future.done():
-            waiting.future.set_exception(error)
+def settle(future: asyncio.Future, outcome: Any) -> None:
+    """Hand ``outcome`` -- a result, or an exception to raise -- to a caller that still waits (a cancelled
+    caller has gone)."""
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
 
 
 class RequestBatcher(RequestQueue[Request, Result]):
@@ -117,8 +121,6 @@ class RequestBatcher(RequestQueue[Request, Result]):
         try:
             results: Sequence[Any] = await asyncio.to_thread(self._run_batch, [w.request for w in batch])
         except Exception as error:  # every request of the batch sees the batch's failure
-            fail(batch, error)
-            return
+            results = [error] * len(batch)
         for waiting, result in zip(batch, results, strict=True):
-            if not waiting.future.done():
-                waiting.future.set_result(result)
+            settle(waiting.future, result)

@@ -208,8 +208,9 @@ class DecodeBatch:
     prefills newcomers as their own left-padded batch and merges their cache in (the narrower side padded on
     the left, then concatenated along the batch); ``step`` picks one token per row from the pending logits,
     retires finished rows (``DynamicCache.batch_select_indices``) to ``take_finished``, trims padding columns
-    no row needs any more, and feeds the survivors' tokens. Each row's numbers depend only on its own tokens (padding is masked and
-    positions are per row), so a row gets the same tokens and logprobs whichever rows it shares steps with.
+    no row needs any more, and feeds the survivors' tokens. Each row's numbers depend only on its own tokens
+    (padding is masked and positions are per row), so a row gets the same tokens and logprobs whichever rows it
+    shares steps with.
     Only caches made of plain full-attention ``DynamicLayer``s can be merged (``unmergeable_cache_reason``).
     """
 
@@ -314,6 +315,16 @@ class DecodeBatch:
         """The rows finished since the last call, as ``(key, completion)`` (kept even if a later step failed)."""
         finished, self._finished = self._finished, []
         return finished
+
+    def take_outcomes(self, error: Exception | None = None) -> list[tuple[Hashable, Completion | Exception]]:
+        """What each row's caller hears after decoding: the finished rows their completions, and when the step
+        failed with ``error``, every running row that error -- the cache may be half updated, so the batch then
+        starts afresh."""
+        outcomes: list[tuple[Hashable, Completion | Exception]] = [*self.take_finished()]
+        if error is not None:
+            outcomes += [(row.key, error) for row in self.rows]
+            self.clear()
+        return outcomes
 
     @torch.inference_mode()
     def drop(self, keys: Iterable[Hashable]) -> None:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from harness.providers.batching import RequestQueue, Waiting, fail
+from harness.providers.batching import RequestQueue, Waiting, settle
 from harness.providers.generation import Completion, DecodeBatch, Sampling
 
 GenerationRequest = tuple[list[int], Sampling, int]
@@ -71,19 +71,19 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
         try:
             await self._on_batch(self.batch.admit, newcomers, prompts, settings, tops)
         except Exception as error:  # the running rows are untouched; only the newcomers fail
-            fail(newcomers, error)
+            for waiting in newcomers:
+                settle(waiting.future, error)
 
     async def _advance(self) -> None:
+        error = None
         try:
             await self._on_batch(self.batch.run, self._wake)
-        except Exception as error:  # the cache may be half updated: fail every row and start afresh
-            fail((row.key for row in self.batch.rows), error)
-            self.batch.clear()
-        # rows that finished before a failure keep their completions (not in a ``finally``: a worker abandoned
-        # with its closed loop must not take the completions of the next loop's rows when it is finalised)
-        for waiting, completion in self.batch.take_finished():
-            if not waiting.future.done():
-                waiting.future.set_result(completion)
+        except Exception as err:
+            error = err
+        # not in a ``finally``: a worker abandoned with its closed loop must not take the outcomes of the next
+        # loop's rows when it is finalised
+        for waiting, outcome in self.batch.take_outcomes(error):
+            settle(waiting.future, outcome)
 
     def _start_afresh(self) -> None:
         """Drop the rows of an earlier event loop and the completions none of its callers can take any more."""

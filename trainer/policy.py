@@ -119,8 +119,7 @@ class PolicyChat:
         (``run_until_complete``, then ``close``): no one can await them any more."""
         self._driver, self._pending = None, []
         if self.batch is not None:
-            self.batch.clear()
-            self.batch.take_finished()
+            self.batch.discard()
 
     async def _run_pending(self) -> None:
         """Static scheduling: the calls pending after one tick, as one generator call."""

@@ -316,6 +316,11 @@ class DecodeBatch:
         finished, self._finished = self._finished, []
         return finished
 
+    def discard(self) -> None:
+        """Forget everything: the running rows and the completions not yet taken (their callers have gone)."""
+        self.clear()
+        self._finished = []
+
     def take_outcomes(self, error: Exception | None = None) -> list[tuple[Hashable, Completion | Exception]]:
         """What each row's caller hears after decoding: the finished rows their completions, and when the step
         failed with ``error``, every running row that error -- the cache may be half updated, so the batch then

@@ -53,7 +53,7 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
             raise
 
     async def serve(self) -> None:
-        await self._on_batch(self._start_afresh)
+        await self._on_batch(self.batch.discard)  # an earlier loop's rows and completions
         while self.waiting or self.batch.rows:
             if not self.batch.rows:
                 await self.gather_window()
@@ -84,11 +84,6 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
         # loop's rows when it is finalised
         for waiting, outcome in self.batch.take_outcomes(error):
             settle(waiting.future, outcome)
-
-    def _start_afresh(self) -> None:
-        """Drop the rows of an earlier event loop and the completions none of its callers can take any more."""
-        self.batch.clear()
-        self.batch.take_finished()
 
     async def _on_batch(self, work: Callable[..., Any], *args: Any) -> Any:
         """``work(*args)`` in a worker thread, once no other thread works on the batch."""

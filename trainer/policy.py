@@ -44,6 +44,14 @@ Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
 contract: response ids with their logprobs under the unmodified model distribution)."""
 
 
+def with_overrides(defaults: Sampling, overrides: dict[str, Any]) -> Sampling:
+    """``defaults`` with a call's sampling overrides applied; unknown settings are an error."""
+    unknown = sorted(set(overrides) - set(SAMPLING_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown sampling settings {unknown}; valid: {', '.join(SAMPLING_FIELDS)}")
+    return dataclasses.replace(defaults, **overrides)
+
+
 @dataclass(eq=False)
 class _Request:
     prompt_ids: list[int]
@@ -87,10 +95,7 @@ class PolicyChat:
 
     def sampling(self, overrides: dict[str, Any]) -> Sampling:
         """The default sampling settings with a call's overrides applied; unknown settings are an error."""
-        unknown = sorted(set(overrides) - set(SAMPLING_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown sampling settings {unknown}; valid: {', '.join(SAMPLING_FIELDS)}")
-        return dataclasses.replace(self.defaults, **overrides)
+        return with_overrides(self.defaults, overrides)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
         prompt_ids = render_prompt(self.tokenizer, messages)

@@ -195,7 +195,7 @@ class _Row:
 
     def completion(self, tokenizer: Any) -> Completion:
         return Completion(
-            text=_final_text(tokenizer, self.response, self.sampling.stop),
+            text=final_text(tokenizer, self.response, self.sampling.stop),
             finish_reason=self.finish or "length",
             prompt_ids=self.prompt,
             response_ids=self.response,
@@ -531,7 +531,8 @@ def _ends_with_stop(tokenizer: Any, response: list[int], stops: tuple[str, ...])
     return any(stop in tail for stop in stops)
 
 
-def _final_text(tokenizer: Any, response: list[int], stops: tuple[str, ...]) -> str:
+def final_text(tokenizer: Any, response: list[int], stops: tuple[str, ...]) -> str:
+    """The completion's text: ``response`` decoded without special tokens, cut before the first stop string."""
     text = tokenizer.decode(response, skip_special_tokens=True)
     cuts = [text.find(stop) for stop in stops if stop in text]
     return text[: min(cuts)] if cuts else text

@@ -55,6 +55,8 @@ class Chat(Protocol):
 
     An implementation may also carry a ``tokenizer`` attribute (a Hugging Face tokenizer of the model behind it;
     the trainer's policy chat does): systems then count tokens exactly, e.g. for MARS's System-1 budget bins.
+    It may also have a ``watch(episode)`` method: ``EpisodeRecorder`` then hands it the episode it records into,
+    once, when the episode starts (the trainer's pipelined rollouts read each agent's finished calls from it).
     """
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply: ...
@@ -181,6 +183,9 @@ class EpisodeRecorder:
         self.episode = Episode(system=system, question=question)
         self._chat = chat
         self._toolbox = toolbox or Toolbox()
+        watch = getattr(chat, "watch", None)
+        if watch is not None:  # a chat that follows the episode live (the trainer's pipelined rollouts)
+            watch(self.episode)
 
     @property
     def toolbox(self) -> Toolbox:

@@ -188,9 +188,10 @@ class RolloutConfig:
     pending together run as one batch to its longest row). The ``vllm`` backend always batches statically (vLLM
     schedules continuously inside each batch)."""
     segment_tokens: StrictInt | None = Field(default=None, ge=1)
-    """MarsRL's segment rollouts (seeds/001 §3.4): decode in rounds of this many tokens, finished samples going to
-    training at each round's end (paper: 64k in 4 x 16k). Planned and benchmarked by ``trainer/schedule.py``; the
-    single-process reference engine still rolls out each step to its end."""
+    """MarsRL's segment rollouts (seeds/001 §3.4; ``method: marsrl``): decode in rounds of this many tokens
+    (``trainer.segments``); a call that ends within a round goes on at once, an unfinished one continues next round,
+    maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4 x 16k). Rollout and
+    training then run side by side (``trainer.pipelined``); null: each step rolls out to its end."""
 
 
 @config_dataclass
@@ -212,10 +213,12 @@ class MarsRLConfig:
     """The agents whose samples are trained (Table 2): ``[solver]`` is MarsRL-S, ``[verifier, corrector]``
     MarsRL-VC; null trains all three. Every agent still rolls out and is rewarded (and shows in the metrics)."""
     pipeline: StrictBool = False
-    """Agentic pipeline parallelism (§3.3): an agent's samples enter training as soon as that agent finishes.
-    Planned and benchmarked by ``trainer/schedule.py``; the single-process reference engine trains synchronously."""
+    """Agentic pipeline parallelism (§3.3; ``rollout: chains``): a rollout thread decodes with a snapshot of the
+    policy while the learner trains, and each (question, agent) group enters training as soon as every chain of
+    the question is past that agent (``trainer.pipelined``); false: a question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
-    """Most policy versions between a sample's start and its training step under ``pipeline`` / segment rollouts."""
+    """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and the
+    step that trains it (enforced: the learner waits for older samples, the sampler for newer weights)."""
 
     @model_validator(mode="after")
     def _grouped_settings_need_grouped(self) -> MarsRLConfig:
@@ -369,6 +372,19 @@ class TrainConfig:
     parallel: Parallel = "replicate"
     """Under ``torchrun``: ``replicate`` (each rank a whole model, gradients all-reduced) or ``fsdp`` (FSDP2:
     parameters, gradients and optimizer state sharded across ranks). Ignored by a single process."""
+
+    @model_validator(mode="after")
+    def _streaming_rollouts_need_marsrl_chains(self) -> TrainConfig:
+        if self.rollout.segment_tokens is None and not self.algorithm.marsrl.pipeline:
+            return self
+        key = "rollout.segment_tokens" if self.rollout.segment_tokens is not None else "algorithm.marsrl.pipeline"
+        if self.algorithm.method != "marsrl" or self.task.system != "vc":
+            raise ConfigProblem(key, "needs algorithm.method marsrl on task.system vc", "remove it")
+        if self.algorithm.marsrl.rollout != "chains":
+            raise ConfigProblem(key, "runs the chains rollout only", "set algorithm.marsrl.rollout: chains")
+        if self.rollout.backend == "vllm":
+            raise ConfigProblem(key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf")
+        return self
 
 
 def from_dict(cls: type, data: Any, where: str = "config") -> Any:

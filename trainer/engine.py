@@ -211,6 +211,12 @@ class Trainer:
         """The rows the last step trained on, with their rewards and advantages (for tests and inspection)."""
         self.last_entropy: float | None = None
         """The policy entropy of the previous update (token mean), read by dynamic masking."""
+        self.pipeline = None
+        """MarsRL's pipelined / segmented rollouts (``trainer.pipelined``) when the recipe asks for them."""
+        if config.algorithm.marsrl.pipeline or config.rollout.segment_tokens is not None:
+            from trainer.pipelined import Pipeline
+
+            self.pipeline = Pipeline(self)
         if resume:
             self.resume()
 
@@ -251,6 +257,8 @@ class Trainer:
 
     def train_step(self) -> dict[str, float]:
         """Run one rollout-and-update step; returns its metrics (``skipped`` = 1 when no update was made)."""
+        if self.pipeline is not None:  # rollout runs beside training: the step takes what has been released
+            return self.pipeline.train_step()
         seed_step(self.config.seed, self.step, self.dist.rank)
         started = time.perf_counter()
         indices = self.prompts.take(self.config.rollout.prompts_per_step)
@@ -437,14 +445,18 @@ class Trainer:
         target = self.config.algorithm.mpt_target_entropy
         return target is not None and self.last_entropy is not None and self.last_entropy < target
 
-    def _update(self, samples: list[Sample]) -> dict[str, float]:
+    def _update(self, samples: list[Sample], *, behaviour: bool = False) -> dict[str, float]:
+        """One update on ``samples``; with ``behaviour`` their ``old_logprobs`` are the (older) sampling policy's
+        own and take the importance ratios' denominators (pipelined rollouts)."""
         config, algo = self.config, self.config.algorithm
         batches = micro_batches(
             samples, config.optim.token_budget, config.optim.batching, config.optim.max_padding
         )
         order = [row for batch in batches for row in batch.rows]
         old = None  # one optimizer step on the policy that sampled: its logprobs ARE the old ones (detached)
-        if algo.ppo_epochs > 1:
+        if behaviour:
+            old = [torch.tensor(samples[row].old_logprobs, dtype=torch.float32) for row in order]
+        elif algo.ppo_epochs > 1:
             old = self._score_tokens(self.policy, batches)
             for row, logprobs in zip(order, old, strict=True):
                 samples[row].old_logprobs = logprobs.tolist()

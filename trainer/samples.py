@@ -26,7 +26,11 @@ class Sample:
     loss_mask: list[int]
     """One 0/1 per ``response_ids`` token: 1 for tokens the policy produced, 0 for tool/other-agent/template tokens."""
     old_logprobs: list[float] | None = None
-    """Per ``response_ids`` token logprob under the policy that sampled it (the engine recomputes these)."""
+    """Per ``response_ids`` token logprob under the policy that sampled it (the engine recomputes these, except
+    under pipelined rollouts: there they are the sampler's own, at the training temperature)."""
+    policy_version: int | None = None
+    """Under pipelined rollouts (``trainer.pipelined``): the policy version (learner steps taken) of the weights
+    that started sampling this row; its staleness is the training step's version minus this."""
     role: str = "policy"
     """The agent role that made the call (``solver``, ``verifier``, ``planner``, ...)."""
     group_key: str = ""

@@ -84,8 +84,10 @@ class SegmentedChat:
 
     ``before_round(starts_calls)`` runs at the start of every round that decodes anything; it may block (the
     staleness bound: producers wait), may load newer weights into ``model``, and returns the policy version of the
-    weights the round decodes with. ``running`` maps each decoding call to its start version; it is changed only
-    under ``lock`` (the learner reads it for the staleness bound).
+    weights the round decodes with; it runs under ``lock`` (a re-entrant lock or a ``Condition`` on one), together
+    with the registration of the calls it starts. ``outstanding`` maps every call started and not yet handed out by
+    ``behaviour`` (decoding, or answered and waiting for its sample) to its start version; it is changed only under
+    ``lock`` (the learner reads it for the staleness bound).
     """
 
     def __init__(
@@ -97,7 +99,7 @@ class SegmentedChat:
         segment_tokens: int,
         scoring: Scoring,
         before_round: Callable[[bool], int],
-        lock: threading.Lock,
+        lock: threading.RLock | threading.Condition,
         name: str = "policy",
     ):
         if segment_tokens < 1:
@@ -105,12 +107,12 @@ class SegmentedChat:
         self.model, self.tokenizer, self.defaults, self.name = model, tokenizer, defaults, name
         self.segment_tokens, self.scoring = segment_tokens, scoring
         self.before_round, self.lock = before_round, lock
-        self.running: dict[int, int] = {}
+        self.outstanding: dict[int, int] = {}
         self.segments: list[int] = []
         """Calls decoded in each round (for tests and metrics)."""
         self._pending: list[_Call] = []
         self._carried: list[_Call] = []
-        self._behaviour: dict[int, tuple[Reply, Behaviour]] = {}
+        self._behaviour: dict[int, tuple[Reply, Behaviour, int]] = {}
         self._stop_ids = stop_token_ids(model, tokenizer)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
@@ -126,8 +128,12 @@ class SegmentedChat:
         return await call.future
 
     def behaviour(self, reply: Reply) -> Behaviour:
-        """The behaviour record of a reply this chat gave (handed out once)."""
-        return self._behaviour.pop(id(reply))[1]
+        """The behaviour record of a reply this chat gave (handed out once: the call is then no longer
+        outstanding)."""
+        _, record, key = self._behaviour.pop(id(reply))
+        with self.lock:
+            self.outstanding.pop(key, None)
+        return record
 
     @property
     def busy(self) -> bool:
@@ -143,11 +149,11 @@ class SegmentedChat:
         self._pending = []
         if not newcomers and not self._carried:
             return False
-        version = self.before_round(bool(newcomers))
-        with self.lock:
+        with self.lock:  # no step may slip between the freshness check and the calls' registration
+            version = self.before_round(bool(newcomers))
             for call in newcomers:
                 call.version = version
-                self.running[id(call)] = version
+                self.outstanding[id(call)] = version
         calls, self._carried = self._carried + newcomers, []
         self.segments.append(len(calls))
         try:
@@ -204,11 +210,10 @@ class SegmentedChat:
             call.behaviour += values
 
     def _answer(self, calls: list[_Call], error: Exception | None) -> None:
-        with self.lock:
-            for call in calls:
-                self.running.pop(id(call), None)
         for call in calls:
-            if error is not None:
+            if error is not None or call.future.done():  # failed, or its caller has gone: no sample will come
+                with self.lock:
+                    self.outstanding.pop(id(call), None)
                 settle(call.future, error)
                 continue
             reply = Reply(
@@ -222,5 +227,5 @@ class SegmentedChat:
                 logprobs=call.logprobs,
             )
             assert call.version is not None
-            self._behaviour[id(reply)] = (reply, Behaviour(call.behaviour, call.version))
+            self._behaviour[id(reply)] = (reply, Behaviour(call.behaviour, call.version), id(call))
             settle(call.future, reply)

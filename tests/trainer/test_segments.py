@@ -36,7 +36,7 @@ def _chat(model, tokenizer, segment_tokens: int, versions: list[int] | None = No
         segment_tokens=segment_tokens,
         scoring=Scoring(temperature=TEMPERATURE, token_budget=4096),
         before_round=before_round,
-        lock=threading.Lock(),
+        lock=threading.RLock(),
     )
 
 

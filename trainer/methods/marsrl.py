@@ -19,8 +19,10 @@ tree -- ``group_size`` Solver samples, then each later agent samples ``group_siz
 the previous agent chosen by the ``random`` / ``balanced`` / ``adaptive`` strategy -- grouped per (question, agent,
 shared input): ``<question>/solver`` and ``<question>/<agent>/<input call id>``.
 
-Not implemented: agentic pipeline parallelism and segment rollouts (throughput schedules: here every agent's
-samples enter the same step's update once the question's rollout ends).
+Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``): ``trainer.pipelined``
+trains each (question, agent) group as soon as every chain of the question is past that agent (``AGENT_RANK``,
+``next_agent``), while the next agents and questions keep decoding; without them every agent's samples enter the
+same step's update once the question's rollout ends.
 """
 
 from __future__ import annotations
@@ -128,11 +130,32 @@ def group_key(item: dict[str, Any], call: ModelCall, episode: Episode) -> str:
     return f"{key}/{call.parent}" if grouped else key
 
 
+AGENT_RANK = {SOLVER: 0, f"{VERIFIER}1": 1, f"{CORRECTOR}1": 2, f"{VERIFIER}2": 3, f"{CORRECTOR}2": 3}
+"""Where each agent of a V-C chain comes: a chain never goes back to an agent of a lower rank (Verifier2 and
+Corrector2 alternate until the chain ends)."""
+
+
+def next_agent(episode: Episode, role: str) -> str:
+    """The agent a call of ``role`` that ``episode`` issues now plays (its finished calls are in ``calls``)."""
+    if role == SOLVER:
+        return SOLVER
+    corrected = any(call.role == CORRECTOR for call in episode.calls)
+    return f"{role}{2 if corrected else 1}"
+
+
+def call_samples_of(
+    item: dict[str, Any], episode: Episode, tokenizer: Any, calls: list[ModelCall]
+) -> list[Sample]:
+    """One sample per call of ``calls`` (finished calls of ``episode``, which may still be running), in order,
+    rewarded by its agent's reward and grouped by ``group_key``."""
+    rewards = agent_rewards(episode, str(item["answer"]))
+    samples = call_samples(tokenizer, calls, rewards, lambda call: group_key(item, call, episode))
+    return [train_final_reply_only(s) if s.role == CORRECTOR else s for s in samples]
+
+
 def episode_samples(item: dict[str, Any], episode: Episode, tokenizer: Any) -> list[Sample]:
     """One sample per call, rewarded by its agent's reward and grouped by ``group_key``."""
-    rewards = agent_rewards(episode, str(item["answer"]))
-    samples = call_samples(tokenizer, episode.calls, rewards, lambda call: group_key(item, call, episode))
-    return [train_final_reply_only(s) if s.role == CORRECTOR else s for s in samples]
+    return call_samples_of(item, episode, tokenizer, episode.calls)
 
 
 def rewarded_samples(

@@ -1,0 +1,155 @@
+"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.pipelined``): the staleness bound holds,
+an agent's samples train while later agents of its chains still decode, importance ratios use the sampler's own
+logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness and waiting metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+from test_train_run_metrics import mara_train
+
+from trainer import pipelined
+from trainer.config import ConfigError, TrainConfig, from_dict, load_config, to_dict
+from trainer.engine import Trainer
+from trainer.metrics import read_metrics
+from trainer.warmup import warm_up
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = ROOT / "trainer" / "recipes" / "marsrl-tiny.yaml"
+STREAM_KEYS = (
+    "staleness_mean",
+    "staleness_max",
+    "samples",
+    "samples_per_s",
+    "time_wait_learner",
+    "time_wait_sampler",
+    "samples/solver",
+    "samples/verifier",
+    "samples/corrector",
+)
+
+
+@pytest.fixture(scope="module")
+def warm_model(tmp_path_factory) -> str:
+    """The marsrl-tiny model after a short cold start (its chains reach the Verifier and the Corrector)."""
+    config = load_config(RECIPE)
+    config.warmup.steps = 12
+    out = tmp_path_factory.mktemp("warm")
+    trainer = Trainer(config, out)
+    warm_up(trainer)
+    trainer.policy.save_pretrained(out / "warm")
+    trainer.tokenizer.save_pretrained(out / "warm")
+    return str(out / "warm")
+
+
+def pipelined_trainer(warm_model: str, run_dir: Path, *, staleness: int, pipeline: bool = True, segment=None):
+    config = load_config(RECIPE)
+    config.model.path = warm_model
+    config.warmup.steps = 0
+    config.algorithm.marsrl.pipeline = pipeline
+    config.algorithm.marsrl.max_staleness = staleness
+    config.rollout.segment_tokens = segment
+    return Trainer(config, run_dir)
+
+
+def run_steps(trainer: Trainer, steps: int) -> list[dict[str, float]]:
+    records = []
+    for _ in range(steps):
+        metrics = trainer.train_step()
+        version = trainer.step - 1
+        seen = [version - s.policy_version for s in trainer.last_samples]
+        assert max(seen, default=0) == metrics["staleness_max"]
+        records.append(metrics)
+    trainer.pipeline.close()
+    return records
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_no_sample_trains_staler_than_the_bound(warm_model, tmp_path, staleness):
+    trainer = pipelined_trainer(warm_model, tmp_path, staleness=staleness)
+    records = run_steps(trainer, 3)
+    assert all(set(STREAM_KEYS) <= set(record) for record in records)
+    assert max(record["staleness_max"] for record in records) <= staleness
+    assert sum(record["samples"] for record in records) > 0
+    if staleness == 0:  # the sampler's weights are the learner's: its behaviour logprobs give ratios of 1
+        assert all(record["approx_kl"] < 1e-6 and record["clip_fraction"] == 0 for record in records)
+
+
+def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
+    warm_model, tmp_path, monkeypatch
+):
+    first_step = threading.Event()
+    forward = pipelined._ChainTap.__call__
+
+    async def correctors_wait_for_the_first_step(self, role, messages, **sampling):
+        if (
+            role == "corrector"
+        ):  # hold every Corrector back until the learner has taken a step (at most 120 s)
+            for _ in range(12_000):
+                if first_step.is_set():
+                    break
+                await asyncio.sleep(0.01)
+        return await forward(self, role, messages, **sampling)
+
+    monkeypatch.setattr(pipelined._ChainTap, "__call__", correctors_wait_for_the_first_step)
+    trainer = pipelined_trainer(warm_model, tmp_path, staleness=1)
+    first = trainer.train_step()
+    first_step.set()
+    run_steps(trainer, 2)
+    assert first["samples/solver"] > 0 and first["samples/corrector"] == 0
+    events = trainer.pipeline.events
+    order = {(e.kind, e.origin): index for index, e in enumerate(events)}
+    correctors = [e.origin for e in events if e.kind == "answered" and e.role == "corrector"]
+    assert correctors, "no chain reached its Corrector"
+    for corrector in correctors:
+        solver = pipelined.Origin(corrector.question, corrector.chain, 0)
+        if ("trained", solver) in order:
+            assert order["trained", solver] < order["answered", corrector]
+
+
+def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model, tmp_path):
+    trainer = pipelined_trainer(warm_model, tmp_path, staleness=1, pipeline=False, segment=8)
+    records = run_steps(trainer, 2)
+    assert max(record["staleness_max"] for record in records) <= 1
+    assert len(trainer.pipeline.chat.segments) > 0
+    events = trainer.pipeline.events
+    for index, event in enumerate(events):
+        if event.kind == "trained":
+            later = [
+                e
+                for e in events[index:]
+                if e.kind == "answered" and e.origin.question == event.origin.question
+            ]
+            assert not later, f"{event} trained before its question's chains ended"
+
+
+def test_streaming_options_need_marsrl_chains():
+    data = to_dict(load_config(RECIPE))
+    segments = {**data["rollout"], "segment_tokens": 8}
+    grouped = {**data["algorithm"], "marsrl": {"rollout": "grouped", "pipeline": True}}
+    with pytest.raises(ConfigError, match=r"algorithm.marsrl.pipeline: runs the chains rollout only; set"):
+        from_dict(TrainConfig, {**data, "algorithm": grouped}, "recipe.yaml")
+    grpo = {**data["algorithm"], "method": "grpo"}
+    with pytest.raises(
+        ConfigError, match=r"^recipe.yaml: rollout.segment_tokens: needs algorithm.method marsrl"
+    ):
+        from_dict(TrainConfig, {**data, "algorithm": grpo, "rollout": segments}, "recipe.yaml")
+
+
+def test_mara_train_runs_a_pipelined_recipe_and_reports_staleness(tmp_path):
+    recipe = tmp_path / "marsrl-pipelined.yaml"
+    text = RECIPE.read_text().replace(
+        "  kl_coef: 0.0\n", "  kl_coef: 0.0\n  marsrl: {pipeline: true, max_staleness: 1}\n"
+    )
+    recipe.write_text(text.replace("  steps: 40\n", "  steps: 12\n").replace("steps: 3\n", "steps: 2\n"))
+    assert "pipeline: true" in recipe.read_text()
+    mara_train(recipe, tmp_path / "run")
+    records = read_metrics(tmp_path / "run")
+    assert len(records) == 2
+    for record in records:
+        assert set(STREAM_KEYS) <= set(record)
+        assert record["staleness_max"] <= 1
+    assert (tmp_path / "run" / "exports" / "step_2" / "config.json").exists()

@@ -18,8 +18,8 @@ side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and
   for its group has a version ``>= v + 1 - max_staleness`` (else it waits for them), and the sampler starts a call
   only with weights of a version ``>= (the step being taken) - max_staleness`` (else it waits for them). So no
   sample is trained with a staleness above the bound; a step that would is an error, not a silent drop.
-* Importance ratios use the BEHAVIOUR policy: each sample's ``old_logprobs`` are the sampler's own, scored at the
-  training temperature right after each segment under the weights that sampled it (``Trainer._update(...,
+* Importance ratios use the BEHAVIOUR policy: each sample's ``old_logprobs`` are the sampler's own, recorded at
+  the training temperature as each token was sampled, under the weights that sampled it (``Trainer._update(...,
   behaviour=True)``).
 
 Metrics per step, beside the usual ones: ``staleness_mean`` / ``staleness_max``, ``samples`` and
@@ -49,7 +49,7 @@ from trainer.methods import concatenate
 from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
 from trainer.samples import Sample
-from trainer.segments import Behaviour, Scoring, SegmentedChat
+from trainer.segments import Behaviour, SegmentedChat
 from trainer.step_record import keep_rows
 
 if TYPE_CHECKING:
@@ -284,12 +284,6 @@ class Pipeline:
                 max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p
             ),
             segment_tokens=rollout.segment_tokens or rollout.max_tokens,
-            scoring=Scoring(
-                temperature=rollout.temperature,
-                token_budget=self.config.optim.token_budget,
-                layout=self.config.optim.batching,
-                max_padding=self.config.optim.max_padding,
-            ),
             before_round=self._before_round,
             lock=self.cond,  # type: ignore[arg-type]  # a Condition is a lock
         )

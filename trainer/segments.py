@@ -8,13 +8,13 @@ once; the others carry over, their prefix re-read under the weights of the next 
 the trainer's staleness bound (``trainer.pipelined``). With ``segment_tokens`` at least ``max_tokens`` a round runs
 every call to its end (pipelined rollouts without segments).
 
-Behaviour logprobs. Right after each segment, its tokens are scored at the training temperature by the same
-``response_scores`` the learner uses, under the weights that sampled them; ``behaviour(reply)`` hands them out with
-the policy version the call started under. The learner's importance ratios use them, never its own newer weights.
+Behaviour logprobs. As each token is sampled, the generation core also records its logprob at the sampling
+temperature -- the training temperature, at which the learner scores (``Completion.tempered_logprobs``) -- under
+the weights that sample it; ``behaviour(reply)`` hands them out with the policy version the call started under. The
+learner's importance ratios use them, never its own newer weights (a call may not change the temperature).
 ``Reply.logprobs`` keep the generation core's meaning (the unmodified distribution, temperature 1). Rows draw from
 torch's global generator in row order, so with the same seed and unchanged weights a segmented call gets the same
-tokens as an unsegmented one (per-call ``seed`` settings are refused: a fresh row generator per segment would not).
-"""
+tokens as an unsegmented one (per-call ``seed`` settings are refused: a fresh row generator per segment would not)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import torch
 
 from harness.providers.batching import settle
 from harness.providers.generation import (
@@ -37,10 +35,7 @@ from harness.providers.generation import (
     stop_token_ids,
 )
 from harness.systems.types import Message, Reply
-from trainer.logprobs import response_scores
-from trainer.packing import micro_batches
 from trainer.policy import SETTLE_TICKS, with_overrides
-from trainer.samples import Sample
 
 
 @dataclass(frozen=True)
@@ -69,16 +64,6 @@ class _Call:
         )
 
 
-@dataclass(frozen=True)
-class Scoring:
-    """How segments are scored: the training temperature and the learner's micro-batch settings."""
-
-    temperature: float
-    token_budget: int
-    layout: str = "bucket"
-    max_padding: float = 0.1
-
-
 class SegmentedChat:
     """A ``Chat`` whose calls are decoded by ``run_round`` (see the module docstring).
 
@@ -97,7 +82,6 @@ class SegmentedChat:
         *,
         defaults: Sampling,
         segment_tokens: int,
-        scoring: Scoring,
         before_round: Callable[[bool], int],
         lock: threading.RLock | threading.Condition,
         name: str = "policy",
@@ -105,7 +89,7 @@ class SegmentedChat:
         if segment_tokens < 1:
             raise ValueError(f"rollout.segment_tokens must be at least 1, got {segment_tokens}")
         self.model, self.tokenizer, self.defaults, self.name = model, tokenizer, defaults, name
-        self.segment_tokens, self.scoring = segment_tokens, scoring
+        self.segment_tokens = segment_tokens
         self.before_round, self.lock = before_round, lock
         self.outstanding: dict[int, int] = {}
         self.segments: list[int] = []
@@ -120,6 +104,11 @@ class SegmentedChat:
         if settings.seed is not None:
             raise ValueError(
                 "segment rollouts draw from the step's seeded torch generator; drop the call's seed"
+            )
+        if settings.temperature != self.defaults.temperature:
+            raise ValueError(
+                f"the learner scores tokens at rollout.temperature {self.defaults.temperature}; a call may not "
+                f"sample at {settings.temperature}"
             )
         call = _Call(
             render_prompt(self.tokenizer, messages), settings, asyncio.get_running_loop().create_future()
@@ -184,30 +173,16 @@ class SegmentedChat:
         text = self.tokenizer.decode(call.response, skip_special_tokens=True)
         return any(stop in text for stop in call.sampling.stop)
 
-    @torch.no_grad()
     def _decode(self, calls: list[_Call]) -> None:
-        """One segment of each call, then its tokens' logprobs at the training temperature under these weights."""
+        """One segment of each call, with its tokens' logprobs at the sampling temperature under these weights."""
         prompts = [call.prompt_ids + call.response for call in calls]
-        completions = generate(
-            self.model,
-            self.tokenizer,
-            prompts,
-            [call.segment_sampling(self.segment_tokens) for call in calls],
-        )
-        segments = [
-            Sample(prompt_ids=prompt, response_ids=done.response_ids, loss_mask=[1] * len(done.response_ids))
-            for prompt, done in zip(prompts, completions, strict=True)
-        ]
-        scored: list[list[float]] = [[] for _ in calls]
-        scoring = self.scoring
-        for batch in micro_batches(segments, scoring.token_budget, scoring.layout, scoring.max_padding):
-            flat = response_scores(self.model, batch, scoring.temperature).logprobs.float()
-            for row, values in zip(batch.rows, flat.split(batch.response_lengths), strict=True):
-                scored[row] = values.tolist()
-        for call, done, values in zip(calls, completions, scored, strict=True):
+        settings = [call.segment_sampling(self.segment_tokens) for call in calls]
+        completions = generate(self.model, self.tokenizer, prompts, settings, tempered_logprobs=True)
+        for call, done in zip(calls, completions, strict=True):
+            assert done.tempered_logprobs is not None
             call.response += done.response_ids
             call.logprobs += done.logprobs
-            call.behaviour += values
+            call.behaviour += done.tempered_logprobs
 
     def _answer(self, calls: list[_Call], error: Exception | None) -> None:
         for call in calls:

@@ -80,6 +80,10 @@ class Completion:
     """Per-token logprobs of ``response_ids`` under the unmodified model distribution."""
     top_logprobs: list[list[tuple[int, float]]] | None = None
     """For each response position, the ``top_logprobs`` most likely ``(token_id, logprob)`` pairs, if asked."""
+    tempered_logprobs: list[float] | None = None
+    """Per-token logprobs of ``response_ids`` at the row's sampling temperature (before any top-p / top-k cut;
+    temperature 1 for greedy rows), if asked (``tempered_logprobs=True``): what a trainer scoring at its sampling
+    temperature computes."""
 
 
 def render_prompt(
@@ -150,6 +154,7 @@ def generate(
     *,
     max_model_len: int | None = None,
     top_logprobs: int | Sequence[int] = 0,
+    tempered_logprobs: bool = False,
 ) -> list[Completion]:
     """Complete each prompt (token ids) with its own sampling settings, as one ``DecodeBatch`` (rows leave it as
     they finish).
@@ -166,7 +171,7 @@ def generate(
         raise ValueError(f"got {rows} prompts but {len(tops)} top_logprobs counts")
     if rows == 0:
         return []
-    batch = DecodeBatch(model, tokenizer, max_model_len=max_model_len)
+    batch = DecodeBatch(model, tokenizer, max_model_len=max_model_len, tempered_logprobs=tempered_logprobs)
     batch.admit(range(rows), prompts, settings, tops)
     while batch.rows:
         batch.step()
@@ -191,9 +196,10 @@ class _Row:
     response: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     tops: list[list[tuple[int, float]]] = field(default_factory=list)
+    tempered: list[float] = field(default_factory=list)
     finish: Literal["stop", "length"] | None = None
 
-    def completion(self, tokenizer: Any) -> Completion:
+    def completion(self, tokenizer: Any, tempered: bool) -> Completion:
         return Completion(
             text=final_text(tokenizer, self.response, self.sampling.stop),
             finish_reason=self.finish or "length",
@@ -201,6 +207,7 @@ class _Row:
             response_ids=self.response,
             logprobs=self.logprobs,
             top_logprobs=self.tops if self.top_logprobs else None,
+            tempered_logprobs=self.tempered if tempered else None,
         )
 
 
@@ -222,8 +229,12 @@ class DecodeBatch:
     masked until the end, as ``transformers``' ``generate`` does.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_model_len: int | None = None):
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_model_len: int | None = None, tempered_logprobs: bool = False
+    ):
         self.model = model
+        self.tempered_logprobs = tempered_logprobs
+        """Also record each token's logprob at its row's sampling temperature (``Completion.tempered_logprobs``)."""
         self.tokenizer = tokenizer
         self.limit = max_model_len or context_length(model)
         self.device = next(model.parameters()).device
@@ -310,10 +321,15 @@ class DecodeBatch:
         log_probs = torch.log_softmax(logits, dim=-1)
         tokens = _choose_tokens(logits, [r.sampling for r in self.rows], [r.generator for r in self.rows])
         chosen = log_probs.gather(1, tokens[:, None])[:, 0]
+        tempered = chosen
+        if self.tempered_logprobs:
+            temperatures = [r.sampling.temperature or 1.0 for r in self.rows]
+            scale = torch.tensor(temperatures, device=logits.device, dtype=logits.dtype)[:, None]
+            tempered = torch.log_softmax(logits / scale, dim=-1).gather(1, tokens[:, None])[:, 0]
         ended = torch.isin(tokens, self.eos_ids)
         # one transfer to the host for the whole batch (token ids are exact in float64)
-        token_ids, token_logprobs, token_ended = torch.stack(
-            [tokens.double(), chosen.double(), ended.double()]
+        token_ids, token_logprobs, token_tempered, token_ended = torch.stack(
+            [tokens.double(), chosen.double(), tempered.double(), ended.double()]
         ).tolist()
         most = max(r.top_logprobs for r in self.rows)
         best = log_probs.topk(most, dim=-1) if most else None
@@ -324,6 +340,7 @@ class DecodeBatch:
         for index, row in enumerate(self.rows):
             row.response.append(int(token_ids[index]))
             row.logprobs.append(token_logprobs[index])
+            row.tempered.append(token_tempered[index])
             if row.top_logprobs:
                 count = row.top_logprobs
                 row.tops.append(list(zip(best_ids[index][:count], best_values[index][:count], strict=True)))
@@ -331,7 +348,11 @@ class DecodeBatch:
                 row.finish = "stop"
             elif len(row.response) >= row.budget:
                 row.finish = "length"
-        self._finished += [(row.key, row.completion(self.tokenizer)) for row in self.rows if row.finish]
+        self._finished += [
+            (row.key, row.completion(self.tokenizer, self.tempered_logprobs))
+            for row in self.rows
+            if row.finish
+        ]
         survivors = [index for index, row in enumerate(self.rows) if not row.finish]
         self._keep(survivors)
         if self.rows:

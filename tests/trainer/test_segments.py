@@ -14,7 +14,7 @@ from harness.providers.generation import Sampling, generate, render_prompt
 from trainer.logprobs import response_scores
 from trainer.packing import micro_batches
 from trainer.samples import Sample
-from trainer.segments import Scoring, SegmentedChat
+from trainer.segments import SegmentedChat
 
 TEMPERATURE = 0.85
 QUESTIONS = ("What is 2 + 5?", "Add 3 and 4, then explain.", "hi")
@@ -34,7 +34,6 @@ def _chat(model, tokenizer, segment_tokens: int, versions: list[int] | None = No
         tokenizer,
         defaults=Sampling(max_tokens=20, temperature=TEMPERATURE),
         segment_tokens=segment_tokens,
-        scoring=Scoring(temperature=TEMPERATURE, token_budget=4096),
         before_round=before_round,
         lock=threading.RLock(),
     )

@@ -1,5 +1,8 @@
 """MarsRL's throughput schedules (seeds/001 §3.3-3.4) as a deterministic discrete-event model of rollout + training.
 
+The real trainer runs the pipelined and segmented schedules (``trainer.pipelined``); this model predicts them at the
+paper's scale, on a simulated long-tail workload (``benchmarks/bench_schedules.py``).
+
 A workload is a list of chains (one per trajectory), each the decode lengths of its agents' calls in order
 (Solver, Verifier, Corrector, ...). Decoding is one token per tick per call; training takes
 ``train_ticks_per_sample`` per sample and runs beside rollout. Four schedules, chosen as in a recipe:

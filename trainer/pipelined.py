@@ -36,6 +36,7 @@ import copy
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,10 +51,12 @@ from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
 from trainer.samples import Sample
 from trainer.segments import Behaviour, SegmentedChat
-from trainer.step_record import keep_rows
+from trainer.step_record import drop_zero_variance, keep_rows
 
 if TYPE_CHECKING:
     from trainer.engine import Trainer
+
+EVENTS_KEPT = 100_000
 
 SWITCH_INTERVAL = 1e-4
 """Seconds between the interpreter's thread switches while a pipelined run goes on (Python's default is 5 ms): the
@@ -167,8 +170,8 @@ class Pipeline:
         self.stepping_to = 0
         """The version the learner is producing (its version while it waits for samples)."""
         self.sampler_wait = 0.0
-        self.events: list[Event] = []
-        """What happened, in order (for tests and inspection)."""
+        self.events: deque[Event] = deque(maxlen=EVENTS_KEPT)
+        """What happened, in order (the latest ``EVENTS_KEPT``; for tests and inspection)."""
         self.error: BaseException | None = None
         self.stopping = False
         self.thread: threading.Thread | None = None
@@ -184,7 +187,7 @@ class Pipeline:
         started = time.perf_counter()
         units, finished = self._take(version)
         taken = time.perf_counter()
-        groups = [keep_rows(self._samples(unit, version), trainer._trains) for unit in units]
+        groups = [self._group_rows(unit, version) for unit in units]
         samples = concatenate(groups)
         staleness = [version - s.policy_version for s in samples if s.policy_version is not None]
         if staleness and max(staleness) > self.staleness_bound:
@@ -225,6 +228,17 @@ class Pipeline:
         if trainer.step >= self.config.steps:
             self.close()
         return metrics
+
+    def _group_rows(self, unit: Unit, version: int) -> list[Sample]:
+        """A unit's rows as the synchronous step treats a question's: zero-variance groups dropped when asked,
+        the method's own advantages, the trained agents only."""
+        trainer = self.trainer
+        rows = self._samples(unit, version)
+        if self.config.algorithm.filter_zero_variance:
+            rows = drop_zero_variance(rows)
+        if trainer.method.advantages is not None and rows:
+            rows = trainer.method.advantages(rows, trainer._group_norm())
+        return keep_rows(rows, trainer._trains)
 
     def _take(self, version: int) -> tuple[list[Unit], list[tuple[dict[str, Any], list[Episode]]]]:
         """Wait until the queue holds a batch and no sample still to come would be too stale after this step."""

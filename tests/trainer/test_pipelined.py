@@ -100,7 +100,7 @@ def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
     first_step.set()
     run_steps(trainer, 2)
     assert first["samples/solver"] > 0 and first["samples/corrector"] == 0
-    events = trainer.pipeline.events
+    events = list(trainer.pipeline.events)
     order = {(e.kind, e.origin): index for index, e in enumerate(events)}
     correctors = [e.origin for e in events if e.kind == "answered" and e.role == "corrector"]
     assert correctors, "no chain reached its Corrector"
@@ -115,7 +115,7 @@ def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model,
     records = run_steps(trainer, 2)
     assert max(record["staleness_max"] for record in records) <= 1
     assert len(trainer.pipeline.chat.segments) > 0
-    events = trainer.pipeline.events
+    events = list(trainer.pipeline.events)
     for index, event in enumerate(events):
         if event.kind == "trained":
             later = [

@@ -50,8 +50,8 @@ from trainer.methods import concatenate
 from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
 from trainer.samples import Sample
+from trainer.scoring import episode_metrics, reward_metrics, training_rows
 from trainer.segments import Behaviour, SegmentedChat
-from trainer.step_record import drop_zero_variance, keep_rows
 
 if TYPE_CHECKING:
     from trainer.engine import Trainer
@@ -187,16 +187,21 @@ class Pipeline:
         started = time.perf_counter()
         units, finished = self._take(version)
         taken = time.perf_counter()
-        groups = [self._group_rows(unit, version) for unit in units]
+        made = [self._samples(unit, version) for unit in units]
+        rows = training_rows(made, trainer.method, self.config.algorithm, trainer.dist)
+        groups = rows.groups
         samples = concatenate(groups)
         staleness = [version - s.policy_version for s in samples if s.policy_version is not None]
         if staleness and max(staleness) > self.staleness_bound:
             raise RuntimeError(f"staleness {max(staleness)} above algorithm.marsrl.max_staleness")
-        metrics = trainer._reward_metrics(samples)
+        metrics = reward_metrics(trainer.dist, samples)
         items = [item for item, _ in finished]
-        metrics.update(trainer._episode_metrics(items, [e for _, e in finished], [0] * len(items), groups))
-        if samples:
-            metrics.update(trainer._update(samples, behaviour=True))
+        episodes = [chains for _, chains in finished]
+        metrics.update(
+            episode_metrics(trainer.dist, trainer.method, items, episodes, [0] * len(items), groups)
+        )
+        if samples and rows.finite:
+            metrics.update(trainer.updater(samples, version, behaviour=True))
         else:
             metrics.update(skipped=1.0)
         self._publish(version + 1)
@@ -220,7 +225,7 @@ class Pipeline:
             time_wait_sampler=sampler_wait,
             time_update=done - taken,
             time_step=done - started,
-            lr=trainer.scheduler.get_last_lr()[0],
+            lr=trainer.updater.scheduler.get_last_lr()[0],
         )
         for role in trainer.roles:
             metrics[f"samples/{role}"] = float(sum(s.role == role for s in samples))
@@ -228,17 +233,6 @@ class Pipeline:
         if trainer.step >= self.config.steps:
             self.close()
         return metrics
-
-    def _group_rows(self, unit: Unit, version: int) -> list[Sample]:
-        """A unit's rows as the synchronous step treats a question's: zero-variance groups dropped when asked,
-        the method's own advantages, the trained agents only."""
-        trainer = self.trainer
-        rows = self._samples(unit, version)
-        if self.config.algorithm.filter_zero_variance:
-            rows = drop_zero_variance(rows)
-        if trainer.method.advantages is not None and rows:
-            rows = trainer.method.advantages(rows, trainer._group_norm())
-        return keep_rows(rows, trainer._trains)
 
     def _take(self, version: int) -> tuple[list[Unit], list[tuple[dict[str, Any], list[Episode]]]]:
         """Wait until the queue holds a batch and no sample still to come would be too stale after this step."""
@@ -352,9 +346,10 @@ class Pipeline:
         trainer = self.trainer
 
         async def chain(index: int) -> Episode:
-            user, options = trainer.run_input(question.item)
+            rollout = trainer.rollout
+            user, options = rollout.run_input(question.item)
             tap = _ChainTap(self.chat, question, index, self)  # type: ignore[arg-type]
-            episode = await run_system(trainer.system.name, user, tap, trainer.toolbox, **options)
+            episode = await run_system(rollout.system.name, user, tap, rollout.toolbox, **options)
             question.done[index] = True
             self._release(question)
             return episode

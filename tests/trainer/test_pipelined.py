@@ -111,7 +111,7 @@ def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
 
 
 def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model, tmp_path):
-    trainer = pipelined_trainer(warm_model, tmp_path, staleness=1, pipeline=False, segment=8)
+    trainer = pipelined_trainer(warm_model, tmp_path, staleness=1, pipeline=False, segment=12)
     records = run_steps(trainer, 2)
     assert max(record["staleness_max"] for record in records) <= 1
     assert len(trainer.pipeline.chat.segments) > 0

@@ -51,6 +51,7 @@ def test_recipe_fields_choose_the_schedule_and_bad_values_are_named():
     config = from_dict(
         TrainConfig,
         {
+            "task": {"system": "vc"},  # the options now run the real trainer, on MarsRL's V-C chains
             "rollout": {"prompts_per_step": 4, "group_size": 8, "segment_tokens": 16384},
             "algorithm": {"method": "marsrl", "marsrl": {"pipeline": True, "max_staleness": 2}},
         },

@@ -98,7 +98,8 @@ def plot_curves(run_dir: str | Path) -> Path:
         axis.set_xlabel("step")
         if title.startswith("role "):
             _draw(axis.twinx(), records, f"role/{title[5:]}/entropy", linestyle="--", color="gray")
-            axis.legend(fontsize="small")
+            if axis.get_legend_handles_labels()[0]:  # a role that never had rows has nothing to label
+                axis.legend(fontsize="small")
     for axis in flat[len(series) :]:
         axis.axis("off")
     figure.tight_layout()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import pytest
 
@@ -38,6 +39,24 @@ def test_metrics_reach_jsonl_tensorboard_and_png(tmp_path):
     header = png.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(header[16:20], "big") == 1280  # 4 panels of 16 inches at 80 dpi
+
+
+def test_a_role_that_never_had_rows_draws_an_empty_panel_without_a_warning(tmp_path):
+    log = MetricsLog(tmp_path)  # a pipelined step can train the Solvers' rows only: the Corrector has none
+    for step in range(2):
+        log.write(
+            step,
+            {
+                "step": float(step),
+                "role/solver/samples": 4.0,
+                "role/solver/reward_mean": 0.5,
+                "role/corrector/samples": 0.0,
+            },
+        )
+    log.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plot_curves(tmp_path).exists()
 
 
 def test_a_resumed_run_keeps_the_last_record_per_step(tmp_path):

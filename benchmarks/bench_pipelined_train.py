@@ -58,7 +58,7 @@ def timed_run(model: str, out: Path, steps: int, *, pipeline: bool, segment: int
     config = load_config(RECIPE)
     config.model.path, config.warmup.steps, config.steps = model, 0, steps
     config.algorithm.marsrl.pipeline = pipeline
-    config.rollout.segment_tokens = segment
+    config.rollout.segment_tokens = segment if pipeline else None  # the baseline is the synchronous step
     trainer = Trainer(config, out)
     started = time.perf_counter()
     records = [trainer.train_step() for _ in range(steps)]

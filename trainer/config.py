@@ -27,7 +27,6 @@ MarsRLSelection = Literal["random", "balanced", "adaptive"]
 MarsRLAgent = Literal["solver", "verifier", "corrector"]
 MaskReward = Literal["turn", "trajectory"]
 Method = Literal["grpo", "marsrl", "mars", "matpo", "mask"]
-Advantage = Literal["grpo", "gae"]
 LossMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
 KlKind = Literal["k1", "abs", "k2", "k3", "k1+", "k3+"]
 Batching = Literal["bucket", "pack"]
@@ -242,8 +241,12 @@ class AlgorithmConfig:
     method: Method = "grpo"
     """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc system),
     ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
-    advantage: Advantage = "grpo"
-    """``grpo`` (group-normalised outcome rewards) or ``gae`` (PPO with a critic)."""
+    advantage: StrictStr = "grpo"
+    """The advantage estimator (``trainer.estimators``): ``grpo`` (group-normalised outcome rewards) or ``gae``
+    (PPO with a critic, which is loaded only for it)."""
+    policy_loss: StrictStr = "ppo"
+    """The policy loss (``trainer.losses.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
+    ``clip_high``, ``dual_clip``), aggregated by ``loss_mode``."""
     marsrl: MarsRLConfig = Field(default_factory=MarsRLConfig)
     """MarsRL's rollout mode and sampling strategy; only ``method: marsrl`` reads it."""
     grpo_eps: StrictFloat = Field(default=1e-6, gt=0)
@@ -290,6 +293,22 @@ class AlgorithmConfig:
     mpt_probability: StrictFloat = Field(default=0.99, gt=0, le=1)
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:
     0.99)."""
+
+    @field_validator("advantage")
+    @classmethod
+    def _registered_estimator(cls, name: str) -> str:
+        from trainer.estimators import advantage_estimator
+
+        advantage_estimator(name)
+        return name
+
+    @field_validator("policy_loss")
+    @classmethod
+    def _registered_policy_loss(cls, name: str) -> str:
+        from trainer.losses import get_policy_loss
+
+        get_policy_loss(name)
+        return name
 
     @model_validator(mode="after")
     def _method_sections_need_their_method(self) -> AlgorithmConfig:

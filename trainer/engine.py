@@ -25,6 +25,7 @@ from harness.systems.types import Episode
 from trainer import role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
+from trainer.estimators import advantage_estimator
 from trainer.methods import concatenate, get_method
 from trainer.models import base_model_path, load_model
 from trainer.rollout import (
@@ -67,10 +68,8 @@ class Trainer:
         self.policy = load(AutoModelForCausalLM)
         self.reference = load(AutoModelForCausalLM).requires_grad_(False).eval() if algo.kl_coef > 0 else None
         self.critic = None
-        if algo.advantage == "gae":
+        if advantage_estimator(algo.advantage).needs_critic:
             self.critic = load(AutoModelForTokenClassification, num_labels=1)
-        elif algo.advantage != "grpo":
-            raise ValueError(f"algorithm.advantage must be 'grpo' or 'gae', got {algo.advantage!r}")
         if config.rollout.prompts_per_step < self.dist.world_size:
             raise ValueError(
                 f"rollout.prompts_per_step ({config.rollout.prompts_per_step}) must be at least the number of "

@@ -2,8 +2,9 @@
 
 Old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the policy being trained is
 the one that sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference
-logprobs and critic values likewise; advantages are assigned (the method's own, per question; else GRPO, or GAE
-with the critic); the clipped-surrogate loss (+ KL, entropy, value loss) is accumulated over micro-batches with
+logprobs and critic values likewise; the recipe's advantage estimator (``algorithm.advantage``,
+``trainer.estimators``) assigns advantages; the recipe's policy loss (``algorithm.policy_loss``, the clipped
+surrogate) plus KL, entropy and value loss is accumulated over micro-batches with
 GLOBAL token/row counts, gradients are summed across ranks and clipped, and AdamW steps -- unless the loss or the
 gradient norm is non-finite, which skips the step.
 """
@@ -19,16 +20,15 @@ from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 
 from trainer import role_metrics
-from trainer.advantages import gae
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
+from trainer.estimators import AdvantageBatch, advantage_estimator
 from trainer.logprobs import response_scores
-from trainer.losses import aggregate, kl, policy_loss
+from trainer.losses import aggregate, get_policy_loss, kl
 from trainer.mastered_tokens import mastered_positive_tokens
-from trainer.methods import Method, group_advantages
+from trainer.methods import Method
 from trainer.packing import MicroBatch, micro_batches, padding_share, response_logits, response_values
 from trainer.samples import Sample
-from trainer.scoring import group_norm
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:
@@ -118,6 +118,8 @@ class PolicyUpdate:
         critic: torch.nn.Module | None,
     ):
         self.config, self.dist, self.method, self.roles = config, dist, method, roles
+        self.estimator = advantage_estimator(config.algorithm.advantage)
+        self.policy_loss = get_policy_loss(config.algorithm.policy_loss)
         self.policy, self.reference, self.critic = policy, reference, critic
         self.trained = torch.nn.ModuleDict({"policy": policy})
         """The models the optimizer steps (its state is keyed by their parameter names)."""
@@ -145,31 +147,6 @@ class PolicyUpdate:
                 flat = response_scores(model, batch, temperature).logprobs
                 scored += list(flat.split(batch.response_lengths))
         return scored
-
-    def _advantages(
-        self, samples: list[Sample], order: list[int], values: list[Tensor] | None
-    ) -> tuple[list[Tensor], list[Tensor] | None]:
-        """Per-sample token advantages in ``order`` (GRPO scalars broadcast, or the method's own advantages --
-        scalars or per-token values -- on each row's mask; GAE over the masked tokens), and the GAE returns the
-        critic regresses on (None for GRPO)."""
-        algo = self.config.algorithm
-        masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in order]
-        if values is None:
-            if self.method.advantages is None:
-                scalars = group_advantages([samples[i] for i in order], group_norm(self.config.algorithm))
-                for i, scalar in zip(order, scalars.tolist(), strict=True):
-                    samples[i].advantage = scalar
-            advantages = [torch.as_tensor(samples[i].advantage, dtype=torch.float32) for i in order]
-            return [advantage * mask for advantage, mask in zip(advantages, masks, strict=True)], None
-        mask = pad_rows(masks)
-        last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
-        token_rewards = torch.zeros_like(mask)
-        token_rewards[torch.arange(len(order)), last] = torch.tensor([samples[i].reward for i in order])
-        advantages, returns = gae(token_rewards, pad_rows(values).cpu(), mask, gamma=algo.gamma, lam=algo.lam)
-        for j, i in enumerate(order):
-            samples[i].advantage = advantages[j, : len(masks[j])].tolist()
-        per_row = [advantages[j, : len(m)] for j, m in enumerate(masks)]
-        return per_row, [returns[j, : len(m)] for j, m in enumerate(masks)]
 
     def _masks_mastered_tokens(self) -> bool:
         """MarsRL/UloRL's dynamic masking is on and the entropy of the previous update fell below its target."""
@@ -221,8 +198,11 @@ class PolicyUpdate:
                 values = [
                     v for b in batches for v in response_values(self.critic, b).split(b.response_lengths)
                 ]
-        advantages, returns = self._advantages(samples, order, values)
-        masks = [torch.tensor(samples[row].loss_mask, dtype=torch.bool) for row in order]
+        ordered = [samples[row] for row in order]
+        float_masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in ordered]
+        assigned = self.method.advantages is not None
+        estimated = self.estimator.estimate(AdvantageBatch(ordered, float_masks, values, algo, assigned))
+        masks = [torch.tensor(s.loss_mask, dtype=torch.bool) for s in ordered]
         mastered = 0.0
         if self._masks_mastered_tokens():
             probe = old if old is not None else self._score_tokens(self.policy, batches)
@@ -233,14 +213,13 @@ class PolicyUpdate:
             mastered = float(sum(int(m.sum()) - int(k.sum()) for m, k in zip(masks, kept, strict=True)))
             masks = kept
         index = {role: i for i, role in enumerate(self.roles)}  # another role (-1): in no role metric
-        ordered = [samples[row] for row in order]
         return UpdateRows(
             masks=masks,
-            advantages=advantages,
+            advantages=estimated.advantages,
             old=old,
             ref=ref,
             values=values,
-            returns=returns,
+            returns=estimated.returns,
             roles=torch.tensor([index.get(s.role, -1) for s in ordered], dtype=torch.long),
             role_tokens=torch.tensor(self.dist.sum(role_metrics.role_tokens(ordered, self.roles))),
             mastered=mastered,
@@ -323,7 +302,7 @@ class PolicyUpdate:
         device = logprob.device
         mask, advantages = data.mask.to(device), data.advantages.to(device)
         old = data.old.to(device) if data.old is not None else logprob.detach()
-        loss, stats = policy_loss(
+        loss, stats = self.policy_loss(
             old,
             logprob,
             advantages,

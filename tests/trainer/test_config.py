@@ -91,7 +91,11 @@ def test_out_of_range_and_mistyped_values_are_refused_at_load(tmp_path, text, ex
         ("rollout: {scheduler: dynamic}\n", "rollout.scheduler: 'dynamic' is not a valid choice"),
         (
             "algorithm: {advantage: ppo}\n",
-            "algorithm.advantage: 'ppo' is not a valid choice; choose one of grpo, gae",
+            "algorithm.advantage: unknown advantage estimator 'ppo'; valid: gae, grpo",
+        ),
+        (
+            "algorithm: {policy_loss: clip}\n",
+            "algorithm.policy_loss: unknown policy loss 'clip'; valid: ppo",
         ),
         (
             "algorithm: {method: mars_rl}\n",

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.chat_template import render_prompt
 from harness.providers.batching import settle
-from harness.providers.generation import Completion, DecodeBatch, Sampling, generate, render_prompt
+from harness.providers.generation import Completion, DecodeBatch, Sampling, generate
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
 

@@ -1,6 +1,6 @@
 """Trainer throughput against TRL's ``GRPOTrainer`` doing the SAME work, and the cost of scoring response tokens.
 
-``test_trainer_vs_trl_grpo``: both train GRPO on the toy addition task (``trainer.toy``, operands up to 5000, so
+``test_trainer_vs_trl_grpo``: both train GRPO on the toy addition task (``trainer.tasks.toy``, operands up to 5000, so
 prompts differ in length) with the same tiny model, made ``eos_prone`` so that replies end at varied lengths
 (1 to ``NEW_TOKENS`` tokens) and padding CAN happen: 8 questions x 8 samples per step, lr 1e-2, no KL, no
 entropy bonus, token-mean loss, gradient clipping at 1.0, one optimizer step per generation batch, fp32, on
@@ -48,7 +48,7 @@ from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 from trainer.engine import Trainer
 from trainer.policy import PolicyChat
-from trainer.toy import addition_task, reply_reward
+from trainer.tasks.toy import addition_task, reply_reward
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2

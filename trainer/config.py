@@ -77,7 +77,7 @@ class GraderConfig:
 
 @config_dataclass
 class TaskConfig:
-    factory: StrictStr = "trainer.toy:addition_task"
+    factory: StrictStr = "trainer.tasks.toy:addition_task"
     """``module:function`` returning the task (its ``items`` and ``reward(item, episode)``)."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the factory."""
@@ -88,7 +88,7 @@ class TaskConfig:
     benchmark: StrictStr | list[StrictStr] | None = None
     """Train on a harness benchmark (``harness.datasets``: ``musique``, ``nq``, ``hotpotqa``, ``aime2025``...) or a
     list of them mixed (M-ASK trains on ``[nq, hotpotqa]``): items through the harness loader, prompts as the
-    evaluation task builds them, the judge's own code as the reward (``trainer.benchmark_task``). Null = the
+    evaluation task builds them, the judge's own code as the reward (``trainer.tasks.benchmark``). Null = the
     ``factory`` task."""
     data: StrictStr | None = None
     """The benchmark's local file or folder (a data folder holding every listed benchmark for a list; relative to
@@ -131,7 +131,7 @@ class TaskConfig:
                 BENCHMARKS[name].for_split(self.split)
             except ValueError as error:
                 raise ConfigProblem("split", str(error), "set split: null for the evaluation split") from None
-        if self.args or self.factory != "trainer.toy:addition_task":
+        if self.args or self.factory != "trainer.tasks.toy:addition_task":
             raise ConfigProblem(
                 "factory", "a task has either a benchmark or a factory", "remove factory and args"
             )
@@ -157,7 +157,7 @@ class TaskConfig:
         module, colon, function = factory.partition(":")
         if not (colon and module and function.isidentifier()):
             raise ConfigProblem(
-                "", f"{factory!r} is not 'module:function'", "for example trainer.toy:addition_task"
+                "", f"{factory!r} is not 'module:function'", "for example trainer.tasks.toy:addition_task"
             )
         return factory
 

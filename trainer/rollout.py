@@ -69,7 +69,7 @@ def training_task(task: TaskConfig) -> Any:
     """The recipe's task: a harness benchmark judged by its judge (``task.benchmark``), else the factory's."""
     if task.benchmark is None:
         return load_task(task.factory, task.args)
-    from trainer.benchmark_task import benchmark_task
+    from trainer.tasks.benchmark import benchmark_task
 
     return benchmark_task(
         task.benchmark,

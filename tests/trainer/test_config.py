@@ -68,7 +68,10 @@ def test_mistyped_value_names_the_field(tmp_path):
             "algorithm.marsrl.agents: must be <= 5, got 7",
         ),
         ("model: 3\n", "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, path"),
-        ("task: {factory: trainer.toy}\n", "task.factory: 'trainer.toy' is not 'module:function'"),
+        (
+            "task: {factory: trainer.tasks.toy}\n",
+            "task.factory: 'trainer.tasks.toy' is not 'module:function'",
+        ),
     ],
 )
 def test_out_of_range_and_mistyped_values_are_refused_at_load(tmp_path, text, expected):

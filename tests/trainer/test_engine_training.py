@@ -11,7 +11,7 @@ import torch
 
 from trainer.config import RolloutConfig
 from trainer.engine import Trainer
-from trainer.toy import ToyTask
+from trainer.tasks.toy import ToyTask
 
 
 def _params(trainer: Trainer) -> list[torch.Tensor]:

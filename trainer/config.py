@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
+from pydantic_core.core_schema import ValidationInfo
 
 from harness.typed_config import ConfigError, ConfigProblem, config_dataclass, load_yaml, validate
 
@@ -294,20 +295,15 @@ class AlgorithmConfig:
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:
     0.99)."""
 
-    @field_validator("advantage")
+    @field_validator("advantage", "policy_loss")
     @classmethod
-    def _registered_estimator(cls, name: str) -> str:
+    def _registered(
+        cls, name: str, field: ValidationInfo
+    ) -> str:  # looked up in its registry; torch loads here
         from trainer.estimators import advantage_estimator
-
-        advantage_estimator(name)
-        return name
-
-    @field_validator("policy_loss")
-    @classmethod
-    def _registered_policy_loss(cls, name: str) -> str:
         from trainer.losses import get_policy_loss
 
-        get_policy_loss(name)
+        (advantage_estimator if field.field_name == "advantage" else get_policy_loss)(name)
         return name
 
     @model_validator(mode="after")

@@ -14,8 +14,16 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
-from pydantic_core.core_schema import ValidationInfo
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness.typed_config import ConfigError, ConfigProblem, config_dataclass, load_yaml, validate
 

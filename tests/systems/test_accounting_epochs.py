@@ -53,10 +53,17 @@ def aime_scripted():
 @pytest.mark.slow
 def test_epochs_sum_what_each_attempt_cost_instead_of_reducing_it(tmp_path):
     data = tmp_path / "aime.jsonl"
-    data.write_text("".join(json.dumps({"problem": f"Problem {i}.", "answer": "70"}) + "\n" for i in range(2)))
+    data.write_text(
+        "".join(json.dumps({"problem": f"Problem {i}.", "answer": "70"}) + "\n" for i in range(2))
+    )
     task_file = tmp_path / "scripted.py"
     task_file.write_text(TASK_FILE.format(tokens=REPLY_TOKENS, data=str(data)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "INSPECT_LOG_DIR": str(tmp_path / "logs")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "INSPECT_LOG_DIR": str(tmp_path / "logs"),
+    }
     command = [str(Path(sys.executable).with_name("inspect")), "eval", "scripted.py@aime_scripted"]
     command += ["--epochs", "2", "--epochs-reducer", "max", "--display", "plain"]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,10 @@ SETTLE_TICKS = 32
 runs one generation of ready callbacks (a task waking, a ``gather`` completing, a new task starting), so a call
 issued that many hand-offs after its predecessor's answer joins the very next decode step (later ones, one step
 later). A tick without ready work costs microseconds; a decode step costs milliseconds."""
+
+PROMPT_CACHE_SIZE = 4096
+"""Rendered prompts a ``PolicyChat`` keeps (a GRPO group sends each question's prompt ``group_size`` times; the
+chat template's rendering costs about as much as a decode step of the tiny model). Full: it starts over."""
 
 Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
 """Completes each prompt (token ids) with its own ``Sampling``, in order (``harness.providers.generation``'s
@@ -82,6 +87,7 @@ class PolicyChat:
         self.name = name
         self.scheduler = scheduler
         self.batch = DecodeBatch(model, tokenizer) if scheduler == "continuous" else None
+        self._rendered: dict[str, list[int]] = {}
         self._pending: list[_Request] = []
         self._driver: asyncio.Task | None = None
 
@@ -93,7 +99,7 @@ class PolicyChat:
         return dataclasses.replace(self.defaults, **overrides)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
-        prompt_ids = render_prompt(self.tokenizer, messages)
+        prompt_ids = self._render(messages)
         loop = asyncio.get_running_loop()
         if self._driver is not None and self._driver.get_loop() is not loop:
             self._abandon_stopped_loop()
@@ -113,6 +119,15 @@ class PolicyChat:
             response_ids=completion.response_ids,
             logprobs=completion.logprobs,
         )
+
+    def _render(self, messages: list[Message]) -> list[int]:
+        """``render_prompt``'s token ids for ``messages`` (a fresh list each time), rendered once per content."""
+        key = json.dumps(messages, sort_keys=True)
+        if key not in self._rendered:
+            if len(self._rendered) >= PROMPT_CACHE_SIZE:
+                self._rendered.clear()
+            self._rendered[key] = render_prompt(self.tokenizer, messages)
+        return list(self._rendered[key])
 
     def _abandon_stopped_loop(self) -> None:
         """Forget the scheduler task and the calls of an event loop that stopped without cancelling them

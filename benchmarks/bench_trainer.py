@@ -8,8 +8,12 @@ CPU. TRL is configured to do that work: ``bf16=False`` and ``gradient_checkpoint
 True), ``beta=0``, ``loss_type="dapo"`` (token-mean), ``num_iterations=1``, the same group size, lengths, batch
 and number of optimizer steps. Each run is a fresh forked process (same start state; its peak RSS growth is
 its memory); ``ROUNDS`` interleaved pairs (TRL, ours) give per-pair ratios of tokens/s (prompt + completion
-tokens, the first step a warm-up), reported min/median/max (target >= 1.5), with each side's padding share of
-the computed token positions of its training forward (ours: target <= 10% -- TRL pads to the longest row).
+tokens, the first step a warm-up and left out on both sides), reported min/median/max (target >= 1.5), with each
+side's padding share of the computed token positions of its training forward (ours: target <= 10% -- TRL pads to
+the longest row). Both sides run one torch thread; tokens/s is reported per wall-clock second and per CPU second
+of the child process: on a shared machine another job preempts either side's thread for a varying share of a
+pair's wall time (a child got 50-70% of a core under a load of 4 on 2 cores), which the CPU-time ratio does not
+see, so that is the one to trust there.
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
 entropies at a real vocabulary size (32k), the chunked scorer (``trainer.logprobs``) against the full-vocabulary

@@ -7,7 +7,7 @@ another engineer's job on a shared machine slows far less than the wall clock. A
 side so neither pays for the other's garbage, and one untimed run of each side warms imports and caches first. The
 harness time includes building the task (loading and hashing the data file). The ratios are reported in
 ``extra_info`` and printed, never asserted. Run: ``.venv/bin/pytest benchmarks/bench_harness_overhead.py
---benchmark-only -s``; ``MARA_BENCH_FULL=1`` measures 400 samples x 9 pairs instead of 200 x 5.
+--benchmark-only -s``; ``MARA_BENCH_FULL=1`` measures 400 samples x 9 pairs instead of 150 x 5.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from harness.testing import scripted_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 FULL = os.environ.get("MARA_BENCH_FULL") == "1"
-SAMPLES = 400 if FULL else 200
+SAMPLES = 400 if FULL else 150
 ROUNDS = 9 if FULL else 5
 REPLY = "The bases are 21 and 49, so the sum is \\boxed{70}."
 
@@ -56,7 +56,10 @@ def _run(build_task, log_dir: Path) -> PerSample:
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
     (log,) = eval(
-        build_task(), model=scripted_model(lambda messages, config: REPLY), display="none", log_dir=str(log_dir)
+        build_task(),
+        model=scripted_model(lambda messages, config: REPLY),
+        display="none",
+        log_dir=str(log_dir),
     )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert log.status == "success", log.error
@@ -87,7 +90,8 @@ def test_harness_overhead_vs_plain_task(benchmark, tmp_path):
     wall = ratio_spread(pairs, lambda p: p.ours.wall / p.baseline.wall)
     cpu = ratio_spread(pairs, lambda p: p.ours.cpu / p.baseline.cpu)
     medians = {
-        f"{side}_{clock}_ms_per_sample": statistics.median(getattr(getattr(p, side), clock) for p in pairs) * 1e3
+        f"{side}_{clock}_ms_per_sample": 1e3
+        * statistics.median(getattr(getattr(p, side), clock) for p in pairs)
         for side in ("ours", "baseline")
         for clock in ("wall", "cpu")
     }

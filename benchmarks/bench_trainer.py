@@ -24,6 +24,7 @@ in interleaved forked pairs.
 Corrector ..., ``harness.systems.vc``) through ``PolicyChat`` under each scheduler, in interleaved pairs under the
 same torch seeds; with every row running to ``max_tokens`` both schedulers would step in lockstep, hence the
 ``eos_prone`` model. Reported: per-pair ratio static / continuous of rollout seconds (> 1: continuous is faster).
+A group is 2 questions x 4 episodes (``MARA_BENCH_FULL=1``: 4 x 4).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_trainer.py --benchmark-only -s``. All ratios come from
 interleaved pairs (``benchmarks/_pairs.py``): the machine is shared, so only a pair's two runs see one load.
@@ -347,7 +348,8 @@ def test_response_scoring_memory(benchmark):
     )
 
 
-VC_QUESTIONS, VC_GROUP, VC_TOKENS, VC_ROUNDS = 4, 4, NEW_TOKENS, 3
+VC_QUESTIONS = 4 if os.environ.get("MARA_BENCH_FULL") == "1" else 2
+VC_GROUP, VC_TOKENS, VC_ROUNDS = 4, NEW_TOKENS, 3
 VC_OPTIONS = {"accept_after": 2, "max_iterations": 2, "solver_attempts": 3}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,6 +39,10 @@ SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 
 ALL_PENDING = 2**31
 """The static scheduler's batch size: every pending call joins (a step's calls are bounded by its episodes)."""
+
+PROMPT_CACHE_SIZE = 4096
+"""Rendered prompts a ``PolicyChat`` keeps (a GRPO group sends each question's prompt ``group_size`` times; the
+chat template's rendering costs about as much as a decode step of the tiny model). Full: it starts over."""
 
 Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
 """Completes each prompt (token ids) with its own ``Sampling``, in order (``harness.providers.generation``'s
@@ -81,6 +86,7 @@ class PolicyChat:
             if scheduler == "static"
             else None
         )
+        self._rendered: dict[str, list[int]] = {}
         self._pending: list[Waiting[GenerationRequest]] = []
         self._driver: asyncio.Task | None = None
 
@@ -92,7 +98,7 @@ class PolicyChat:
         return dataclasses.replace(self.defaults, **overrides)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
-        prompt_ids = render_prompt(self.tokenizer, messages)
+        prompt_ids = self._render(messages)
         request = (prompt_ids, self.sampling(sampling), 0)
         if self.static is not None:
             completion = await self.static.submit(request)
@@ -108,6 +114,15 @@ class PolicyChat:
             response_ids=completion.response_ids,
             logprobs=completion.logprobs,
         )
+
+    def _render(self, messages: list[Message]) -> list[int]:
+        """``render_prompt``'s token ids for ``messages`` (a fresh list each time), rendered once per content."""
+        key = json.dumps(messages, sort_keys=True)
+        if key not in self._rendered:
+            if len(self._rendered) >= PROMPT_CACHE_SIZE:
+                self._rendered.clear()
+            self._rendered[key] = render_prompt(self.tokenizer, messages)
+        return list(self._rendered[key])
 
     def _complete(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
         """Static scheduling: the calls pending together, as one generator call."""

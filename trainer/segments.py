@@ -25,17 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.chat_template import render_prompt
 from harness.providers.batching import settle
-from harness.providers.generation import (
-    Sampling,
-    context_length,
-    final_text,
-    generate,
-    render_prompt,
-    stop_token_ids,
-)
+from harness.providers.generation import Sampling, context_length, final_text, generate, stop_token_ids
+from harness.providers.scheduler import SETTLE_TICKS
 from harness.systems.types import Message, Reply
-from trainer.policy import SETTLE_TICKS, with_overrides
+from trainer.policy import with_overrides
 
 
 @dataclass(frozen=True)

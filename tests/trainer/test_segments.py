@@ -10,7 +10,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from harness.providers.generation import Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import Sampling, generate
 from trainer.logprobs import response_scores
 from trainer.packing import micro_batches
 from trainer.samples import Sample

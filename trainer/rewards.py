@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judges import cores
-from trainer.config import GraderConfig
+from trainer.task_config import GraderConfig
 
 RULE_JUDGES = ("math", "lexical")
 LLM_JUDGES = ("hle", "simpleqa")

@@ -23,7 +23,6 @@ from inspect_ai.scorer import Target
 from harness.datasets import load_benchmark
 from harness.systems import get_system, sample_options, sample_question
 from harness.systems.types import Episode
-from trainer.config import GraderConfig
 from trainer.rewards import (
     LLM_JUDGES,
     RULE_JUDGES,
@@ -31,6 +30,7 @@ from trainer.rewards import (
     check_judge_options,
     rule_reward,
 )
+from trainer.task_config import GraderConfig
 
 
 @dataclass

@@ -62,15 +62,26 @@ class WarmupStep:
 
 
 async def demo_episodes(trainer: Trainer, item: dict[str, Any], rng: random.Random) -> list[Episode]:
-    """One question's demonstration episodes, run through the trainer's system (or its method's rollout)."""
+    """One question's demonstration episodes, run through the trainer's system (or its method's rollout), less
+    those its judge left unscored (``judged``)."""
     chat = ScriptedChat(demo_policy(trainer.system.name), item, rng, trainer.tokenizer)
     count = trainer.config.warmup.demos_per_item
     if trainer.own_rollout is not None:
         groups = [await trainer.own_rollout(item, chat, rng) for _ in range(count)]
-        return [episode for group in groups for episode in group]
+        return await judged(trainer.task, item, [episode for group in groups for episode in group])
     question, options = trainer.run_input(item)
     runs = [run_system(trainer.system.name, question, chat, trainer.toolbox, **options) for _ in range(count)]
-    return list(await asyncio.gather(*runs))
+    return await judged(trainer.task, item, list(await asyncio.gather(*runs)))
+
+
+async def judged(task: Any, item: dict[str, Any], episodes: list[Episode]) -> list[Episode]:
+    """The episodes the task's judge scored: a task that grades asynchronously (an LLM judge) is asked here, as
+    in the RL rollouts, so its ``reward`` reads the verdicts; an unscored episode is dropped, never rewarded 0."""
+    grade = getattr(task, "grade", None)
+    if grade is None:
+        return episodes
+    verdicts = await asyncio.gather(*[grade(item, episode) for episode in episodes])
+    return [episode for episode, verdict in zip(episodes, verdicts, strict=True) if verdict is not None]
 
 
 def demo_samples(trainer: Trainer, seed: int) -> list[Sample]:

@@ -13,10 +13,19 @@ from pathlib import Path
 import pytest
 
 from harness.systems import get_system
+from harness.systems.types import Episode
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
 from trainer.engine import Trainer
 from trainer.samples import Sample
-from trainer.warmup import demo_episodes, demo_returns, demo_samples, role_counts, value_regression, warm_up
+from trainer.warmup import (
+    demo_episodes,
+    demo_returns,
+    demo_samples,
+    judged,
+    role_counts,
+    value_regression,
+    warm_up,
+)
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 
@@ -118,3 +127,24 @@ def test_critic_steps_without_a_critic_fail_at_load():
 def test_a_warm_up_for_a_system_without_demonstrations_fails_at_load():
     with pytest.raises(ConfigError, match="warmup.steps: no demonstration policy .* 'direct'"):
         from_dict(TrainConfig, {"task": {"system": "direct"}, "warmup": {"steps": 10}})
+
+
+def test_demonstrations_are_judged_by_an_asynchronous_judge_and_unscored_ones_dropped():
+    class LLMJudgedTask:
+        """Grades like an LLM judge: asynchronously, ``None`` for an unscored judgement."""
+
+        def __init__(self):
+            self.asked: list[str] = []
+
+        async def grade(self, item, episode):
+            self.asked.append(episode.final_answer)
+            return None if episode.final_answer == "GARBLE" else float(episode.final_answer == item["answer"])
+
+    episodes = [Episode(system="direct", question="q", final_answer=a) for a in ("Lomir", "GARBLE", "Tarsin")]
+    task = LLMJudgedTask()
+    kept = asyncio.run(judged(task, {"answer": "Lomir"}, episodes))
+    assert [e.final_answer for e in kept] == ["Lomir", "Tarsin"]
+    assert task.asked == ["Lomir", "GARBLE", "Tarsin"]
+    assert (
+        asyncio.run(judged(object(), {"answer": "Lomir"}, episodes)) == episodes
+    )  # a rule judge: nothing to ask

@@ -84,6 +84,12 @@ def sample_record(sample: Sample) -> dict[str, Any]:
     }
 
 
+def rollouts_path(run_dir: Path, step: int, rank: int) -> Path:
+    """``<run>/rollouts/step_N.jsonl`` on rank 0, ``step_N.rank<r>.jsonl`` on the others."""
+    suffix = "" if rank == 0 else f".rank{rank}"
+    return run_dir / ROLLOUTS_DIR / f"step_{step}{suffix}.jsonl"
+
+
 def write_rollouts(
     path: Path,
     step: int,

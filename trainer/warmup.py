@@ -64,13 +64,16 @@ class WarmupStep:
 async def demo_episodes(trainer: Trainer, item: dict[str, Any], rng: random.Random) -> list[Episode]:
     """One question's demonstration episodes, run through the trainer's system (or its method's rollout), less
     those its judge left unscored (``judged``)."""
-    chat = ScriptedChat(demo_policy(trainer.system.name), item, rng, trainer.tokenizer)
+    chat = ScriptedChat(demo_policy(trainer.rollout.system.name), item, rng, trainer.tokenizer)
     count = trainer.config.warmup.demos_per_item
-    if trainer.own_rollout is not None:
-        groups = [await trainer.own_rollout(item, chat, rng) for _ in range(count)]
+    if trainer.rollout.own_rollout is not None:
+        groups = [await trainer.rollout.own_rollout(item, chat, rng) for _ in range(count)]
         return await judged(trainer.task, item, [episode for group in groups for episode in group])
-    question, options = trainer.run_input(item)
-    runs = [run_system(trainer.system.name, question, chat, trainer.toolbox, **options) for _ in range(count)]
+    question, options = trainer.rollout.run_input(item)
+    runs = [
+        run_system(trainer.rollout.system.name, question, chat, trainer.rollout.toolbox, **options)
+        for _ in range(count)
+    ]
     return await judged(trainer.task, item, list(await asyncio.gather(*runs)))
 
 

@@ -53,8 +53,8 @@ def update(trainer: Trainer, samples: list[Sample]) -> dict[str, Any]:
         for name, p in trainer.policy.named_parameters():
             grads[name] = p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad.clone()
 
-    hook = trainer.optimizer.register_step_pre_hook(record)
-    metrics = trainer._update(samples)
+    hook = trainer.updater.optimizer.register_step_pre_hook(record)
+    metrics = trainer.updater(samples, trainer.step)
     hook.remove()
     return {"metrics": metrics, "grads": grads, "params": trainer.state_dict()["model"]}
 

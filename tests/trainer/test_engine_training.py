@@ -94,14 +94,14 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    import trainer.engine as engine
+    import trainer.update as update
 
     def nan_loss(*args, **kwargs):
         loss, stats = real_policy_loss(*args, **kwargs)
         return loss * math.nan, stats
 
-    real_policy_loss = engine.policy_loss
-    monkeypatch.setattr(engine, "policy_loss", nan_loss)
+    real_policy_loss = update.policy_loss
+    monkeypatch.setattr(update, "policy_loss", nan_loss)
     trainer = Trainer(toy_config, tmp_path)
     before = _params(trainer)
     metrics = trainer.train_step()
@@ -109,7 +109,7 @@ def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys,
     assert "non-finite loss; step skipped" in capsys.readouterr().out
     assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
     assert all(p.grad is None for p in trainer.policy.parameters())
-    assert not trainer.optimizer.state  # AdamW never stepped
+    assert not trainer.updater.optimizer.state  # AdamW never stepped
 
 
 def test_ppo_with_critic_and_reference_trains_both_models(toy_config, tmp_path):

@@ -298,7 +298,7 @@ def test_one_grouped_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     assert real["skipped"] == 0.0 and -1.0 <= real["reward_mean"] <= 1.0
     assert all(math.isfinite(real[key]) for key in ("loss", "grad_norm", "entropy"))
     # the engine's own rollout path on a scripted chat: G=2, adaptive
-    trainer.chat = Script(
+    trainer.rollout.chat = Script(
         solver=[WRONG, RIGHT],  # -1, +1; both chosen, the wrong one first
         verifier=[SAYS_WRONG, SAYS_CORRECT, SAYS_WRONG, SAYS_CORRECT],  # on 0: +1 -1; on 1: -1 +1
         corrector=[RIGHT, WRONG, RIGHT, RIGHT],  # on report 2 (rightly flagged) then 4: +1 -1 +1 +1

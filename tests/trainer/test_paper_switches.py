@@ -47,7 +47,7 @@ class LengthParityTask(ToyTask):
 
 
 def with_task(trainer: Trainer, task: ToyTask) -> Trainer:
-    trainer.task = task
+    trainer.rollout.task = task
     trainer.prompts.size = len(task.items)
     return trainer
 
@@ -70,7 +70,7 @@ def test_mastered_positive_tokens_leave_the_mask_only_below_the_target_entropy(t
     config.rollout.group_size = 4
     trainer = with_task(Trainer(config, tmp_path), LengthParityTask(items(4)))
     first = trainer.train_step()  # no entropy measured yet: nothing masked
-    assert first["mastered_tokens_masked"] == 0.0 and trainer.last_entropy < 100.0
+    assert first["mastered_tokens_masked"] == 0.0 and trainer.updater.last_entropy < 100.0
     second = (
         trainer.train_step()
     )  # every token of a positive row has probability >= 1e-30: all of them masked

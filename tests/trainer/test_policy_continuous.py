@@ -167,7 +167,7 @@ def test_engine_builds_the_configured_scheduler(toy_config, tmp_path, scheduler)
     config = dataclasses.replace(
         toy_config, rollout=dataclasses.replace(toy_config.rollout, scheduler=scheduler)
     )
-    chat = Trainer(config, tmp_path).chat
+    chat = Trainer(config, tmp_path).rollout.chat
     assert chat.scheduler == scheduler and (chat.batch is not None) == (scheduler == "continuous")
 
 

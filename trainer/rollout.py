@@ -1,0 +1,183 @@
+"""Rollout: each question's group of episodes, sampled with the live policy.
+
+Episodes come from the harness system (the evaluation code) run with the policy as its ``Chat`` (transformers
+generation, or a vLLM engine synced to the policy on a GPU), or from the method's own rollout when it has one
+(MarsRL's grouped rollouts, over the same system steps). An LLM-judged task grades each system run as it ends: an
+unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
+
+Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
+uninterrupted one would, and the set-up of the task, toolbox and policy chat a rollout runs over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.providers.generation import Sampling
+from harness.systems import build_toolbox, run_system
+from harness.systems.types import Episode, Toolbox
+from trainer.config import RolloutConfig, TaskConfig
+from trainer.methods.base import GroupRollout
+from trainer.policy import PolicyChat
+from trainer.vllm_rollout import rollout_backend
+
+
+class PromptOrder:
+    """Question indices in a fresh shuffled order each epoch; ``(epoch, position)`` is the data cursor."""
+
+    def __init__(self, size: int, seed: int):
+        if size < 1:
+            raise ValueError("the task has no questions to train on")
+        self.size, self.seed, self.epoch, self.position = size, seed, 0, 0
+
+    def take(self, count: int) -> list[int]:
+        taken: list[int] = []
+        while len(taken) < count:
+            order = list(range(self.size))
+            random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+            chunk = order[self.position : self.position + count - len(taken)]
+            taken += chunk
+            self.position += len(chunk)
+            if self.position == self.size:
+                self.epoch, self.position = self.epoch + 1, 0
+        return taken
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.position = state["epoch"], state["position"]
+
+
+def load_task(factory: str, args: dict[str, Any]) -> Any:
+    """Call the ``module:function`` task factory named in the config."""
+    module_name, _, function = factory.partition(":")
+    if not function:
+        raise ValueError(f"task.factory must look like 'module:function', got {factory!r}")
+    return getattr(importlib.import_module(module_name), function)(**args)
+
+
+def training_task(task: TaskConfig) -> Any:
+    """The recipe's task: a harness benchmark judged by its judge (``task.benchmark``), else the factory's."""
+    if task.benchmark is None:
+        return load_task(task.factory, task.args)
+    from trainer.benchmark_task import benchmark_task
+
+    return benchmark_task(
+        task.benchmark,
+        judge=task.judge,
+        data=task.data,
+        split=task.split,
+        limit=task.limit,
+        judge_options=task.judge_options,
+        grader=task.grader,
+    )
+
+
+def seed_step(seed: int, step: int, rank: int) -> None:
+    """Seed python, numpy and torch for one step of one rank."""
+    value = (seed * 1_000_003 + step) * 1_009 + rank
+    random.seed(value)
+    np.random.seed(value % 2**32)
+    torch.manual_seed(value)
+
+
+def task_toolbox(task: Any, system: Any, tool_settings: dict[str, Any]) -> Toolbox:
+    """The task's own toolbox when it has one (an offline corpus, say), else the system's tools as configured."""
+    own = getattr(task, "toolbox", None)
+    if own is None:
+        return build_toolbox(system, tool_settings)
+    if tool_settings:
+        raise ValueError(
+            f"the task provides its own toolbox; remove the tool settings {sorted(tool_settings)} from "
+            "task.system_options"
+        )
+    return own
+
+
+def vllm_generator(
+    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int
+) -> Any | None:
+    """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
+    if rollout_backend(rollout.backend) != "vllm":
+        return None
+    from trainer.vllm_rollout import VLLMGenerator
+
+    return VLLMGenerator(
+        model_path,
+        dtype=str(dtype).removeprefix("torch."),
+        seed=seed,
+        gpu_memory_utilization=rollout.vllm_gpu_memory,
+    )
+
+
+def policy_chat(rollout: RolloutConfig, policy: Any, tokenizer: Any, vllm: Any | None) -> PolicyChat:
+    """The live policy as the systems' ``Chat``: transformers generation, or the ``vllm`` engine."""
+    sampling = Sampling(max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p)
+    return PolicyChat(
+        policy,
+        tokenizer,
+        defaults=sampling,
+        generator=vllm,
+        scheduler="static" if vllm is not None else rollout.scheduler,
+    )
+
+
+@dataclass
+class Rollout:
+    """What one step's episodes run over: the task, the harness system with its options and toolbox, the policy's
+    chat, and the method's own rollout when it has one."""
+
+    task: Any
+    system: Any
+    system_options: dict[str, Any]
+    toolbox: Toolbox
+    chat: PolicyChat
+    vllm: Any | None
+    """The vLLM engine the chat generates with, synced to the policy before each step's rollout; ``None``."""
+    own_rollout: GroupRollout | None
+    group_size: int
+
+    def sync(self, policy: torch.nn.Module) -> None:
+        """Load the policy's current weights into the vLLM engine (nothing for transformers generation)."""
+        if self.vllm is not None:
+            self.vllm.sync(policy.named_parameters())
+
+    def run_input(self, item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The user message and system options of one question's runs: the item's question and the recipe's
+        options, or, for a benchmark task, both as its evaluation task builds them (user template,
+        instruction)."""
+        own = getattr(self.task, "run_input", None)
+        if own is None:
+            return item["question"], self.system_options
+        return own(item, self.system.name, self.system_options)
+
+    async def groups(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:
+        """Each question's group of episodes, and how many episodes of it the task's judge left unscored
+        (dropped from the group)."""
+        if self.own_rollout is not None:  # one generator per question, drawn in order from the step's seed
+            rngs = [random.Random(random.getrandbits(64)) for _ in items]
+            groups = [self.own_rollout(item, self.chat, rng) for item, rng in zip(items, rngs, strict=True)]
+            return list(await asyncio.gather(*groups)), [0] * len(items)
+        size = self.group_size
+        grade = getattr(self.task, "grade", None)
+
+        async def judged(item: dict[str, Any]) -> tuple[Episode, bool]:
+            question, options = self.run_input(item)
+            episode = await run_system(self.system.name, question, self.chat, self.toolbox, **options)
+            return episode, grade is None or await grade(item, episode) is not None
+
+        runs = await asyncio.gather(*[judged(item) for item in items for _ in range(size)])
+        groups = [runs[i * size : (i + 1) * size] for i in range(len(items))]
+        return (
+            [[episode for episode, scored in group if scored] for group in groups],
+            [sum(not scored for _, scored in group) for group in groups],
+        )

@@ -183,7 +183,8 @@ def test_transformers_continuous_batching(benchmark, tiny, concurrent):
     """transformers' ``generate_batch`` vs our ``generate`` on the same greedy prompts, 2 interleaved pairs."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from harness.providers.generation import Sampling, generate, render_prompt
+    from harness.chat_template import render_prompt
+    from harness.providers.generation import Sampling, generate
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
     prompts = [

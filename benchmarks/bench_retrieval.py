@@ -8,7 +8,8 @@ rates and the per-pair time ratio ours / baseline, min/median/max, in ``extra_in
   memory) -- the ratio is the cost of the index directory (passage store, embeddings file, FAISS, manifest).
 * search: ``search_many`` (one batched encode/score) vs a loop of single ``search`` calls -- the batching gain.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_retrieval.py --benchmark-only -s``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_retrieval.py --benchmark-only -s``; the dense build
+encodes 64 passages a side (``MARA_BENCH_FULL=1``: 256).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from harness.retrieval import TextEncoder, build_index, load_index
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROUNDS = 3
-DENSE_PASSAGES, BM25_PASSAGES = 128, 20000
+DENSE_PASSAGES = 256 if os.environ.get("MARA_BENCH_FULL") == "1" else 64
+BM25_PASSAGES = 20000
 DENSE_QUERIES, BM25_QUERIES = 64, 500
 SOURCE = Path(__file__).resolve().parents[1] / "tests" / "tools" / "data" / "corpus.jsonl"
 WORDS = sorted(

@@ -5,7 +5,7 @@ entry point (``harness._registry``) is paid by every ``inspect eval``. Each roun
 model call) in a fresh interpreter twice, interleaved: once as installed, once with mara-bench's entry point
 filtered out of ``importlib.metadata.entry_points``. Reported per pair: the wall-time difference (with - without)
 and the ratio, min / median / max, plus the memory (max RSS) difference; never asserted. Run:
-``.venv/bin/pytest benchmarks/bench_startup.py --benchmark-only -s``.
+``.venv/bin/pytest benchmarks/bench_startup.py --benchmark-only -s`` (3 pairs; ``MARA_BENCH_FULL=1``: 7).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-ROUNDS = 5
+ROUNDS = 7 if os.environ.get("MARA_BENCH_FULL") == "1" else 3
 TASK = """
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample

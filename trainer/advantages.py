@@ -1,4 +1,4 @@
-"""Advantage estimators: plain tensor functions, each registered by name in ``ADVANTAGE_ESTIMATORS``.
+"""Advantage arithmetic: plain tensor functions (the recipe picks an estimator by name in ``trainer.estimators``).
 
 * ``grpo`` -- group-normalised outcome rewards (GRPO; ``normalize_std=False`` is Dr.GRPO).
 * ``broadcast`` -- a parent's scalar advantage spread over each child's own loss mask (MATPO's planner → workers).
@@ -10,38 +10,12 @@ Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), masks are 1 o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 import torch
 from torch import Tensor
 
-from judges.named import unknown_name
 
-
-class Registry(dict[str, Callable]):
-    """Functions registered by name; an unknown name raises ``judges.named``'s ValueError listing the valid ones."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__()
-        self.kind = kind
-
-    def __missing__(self, name: str) -> Callable:
-        raise ValueError(unknown_name(self.kind, name, self))
-
-    def register(self, name: str) -> Callable[[Callable], Callable]:
-        """Decorator: ``@REGISTRY.register("name")`` stores the function under ``name``."""
-
-        def store(function: Callable) -> Callable:
-            self[name] = function
-            return function
-
-        return store
-
-
-ADVANTAGE_ESTIMATORS = Registry("advantage estimator")
-
-
-@ADVANTAGE_ESTIMATORS.register("grpo")
 def grpo(
     rewards: Tensor | Sequence[float],
     group_keys: Sequence[Hashable],
@@ -84,7 +58,6 @@ def grpo(
     return (centred / (std[group_of_row] + eps)).float()
 
 
-@ADVANTAGE_ESTIMATORS.register("broadcast")
 def broadcast(parent_advantages: Tensor, parent_index: Tensor | Sequence[int], child_masks: Tensor) -> Tensor:
     """Each child's tokens get its parent's scalar advantage, masked by the child's OWN loss mask (MATPO).
 
@@ -128,7 +101,6 @@ def whiten(x: Tensor, mask: Tensor, *, eps: float = 1e-8) -> Tensor:
 _whiten = whiten  # gae's ``whiten`` flag shadows the function inside gae
 
 
-@ADVANTAGE_ESTIMATORS.register("gae")
 def gae(
     token_rewards: Tensor, values: Tensor, mask: Tensor, *, gamma: float, lam: float, whiten: bool = True
 ) -> tuple[Tensor, Tensor]:

@@ -14,7 +14,16 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness.typed_config import ConfigError, ConfigProblem, config_dataclass, load_yaml, validate
 
@@ -27,7 +36,6 @@ MarsRLSelection = Literal["random", "balanced", "adaptive"]
 MarsRLAgent = Literal["solver", "verifier", "corrector"]
 MaskReward = Literal["turn", "trajectory"]
 Method = Literal["grpo", "marsrl", "mars", "matpo", "mask"]
-Advantage = Literal["grpo", "gae"]
 LossMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
 KlKind = Literal["k1", "abs", "k2", "k3", "k1+", "k3+"]
 Batching = Literal["bucket", "pack"]
@@ -78,7 +86,7 @@ class GraderConfig:
 
 @config_dataclass
 class TaskConfig:
-    factory: StrictStr = "trainer.toy:addition_task"
+    factory: StrictStr = "trainer.tasks.toy:addition_task"
     """``module:function`` returning the task (its ``items`` and ``reward(item, episode)``)."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the factory."""
@@ -89,7 +97,7 @@ class TaskConfig:
     benchmark: StrictStr | list[StrictStr] | None = None
     """Train on a harness benchmark (``harness.datasets``: ``musique``, ``nq``, ``hotpotqa``, ``aime2025``...) or a
     list of them mixed (M-ASK trains on ``[nq, hotpotqa]``): items through the harness loader, prompts as the
-    evaluation task builds them, the judge's own code as the reward (``trainer.benchmark_task``). Null = the
+    evaluation task builds them, the judge's own code as the reward (``trainer.tasks.benchmark``). Null = the
     ``factory`` task."""
     data: StrictStr | None = None
     """The benchmark's local file or folder (a data folder holding every listed benchmark for a list; relative to
@@ -132,7 +140,7 @@ class TaskConfig:
                 BENCHMARKS[name].for_split(self.split)
             except ValueError as error:
                 raise ConfigProblem("split", str(error), "set split: null for the evaluation split") from None
-        if self.args or self.factory != "trainer.toy:addition_task":
+        if self.args or self.factory != "trainer.tasks.toy:addition_task":
             raise ConfigProblem(
                 "factory", "a task has either a benchmark or a factory", "remove factory and args"
             )
@@ -158,7 +166,7 @@ class TaskConfig:
         module, colon, function = factory.partition(":")
         if not (colon and module and function.isidentifier()):
             raise ConfigProblem(
-                "", f"{factory!r} is not 'module:function'", "for example trainer.toy:addition_task"
+                "", f"{factory!r} is not 'module:function'", "for example trainer.tasks.toy:addition_task"
             )
         return factory
 
@@ -242,8 +250,12 @@ class AlgorithmConfig:
     method: Method = "grpo"
     """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc system),
     ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
-    advantage: Advantage = "grpo"
-    """``grpo`` (group-normalised outcome rewards) or ``gae`` (PPO with a critic)."""
+    advantage: StrictStr = "grpo"
+    """The advantage estimator (``trainer.estimators``): ``grpo`` (group-normalised outcome rewards) or ``gae``
+    (PPO with a critic, which is loaded only for it)."""
+    policy_loss: StrictStr = "ppo"
+    """The policy loss (``trainer.losses.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
+    ``clip_high``, ``dual_clip``), aggregated by ``loss_mode``."""
     marsrl: MarsRLConfig = Field(default_factory=MarsRLConfig)
     """MarsRL's rollout mode and sampling strategy; only ``method: marsrl`` reads it."""
     grpo_eps: StrictFloat = Field(default=1e-6, gt=0)
@@ -290,6 +302,17 @@ class AlgorithmConfig:
     mpt_probability: StrictFloat = Field(default=0.99, gt=0, le=1)
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:
     0.99)."""
+
+    @field_validator("advantage", "policy_loss")
+    @classmethod
+    def _registered(
+        cls, name: str, field: ValidationInfo
+    ) -> str:  # looked up in its registry; torch loads here
+        from trainer.estimators import advantage_estimator
+        from trainer.losses import get_policy_loss
+
+        (advantage_estimator if field.field_name == "advantage" else get_policy_loss)(name)
+        return name
 
     @model_validator(mode="after")
     def _method_sections_need_their_method(self) -> AlgorithmConfig:

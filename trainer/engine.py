@@ -18,24 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from harness.systems import get_system
 from harness.systems.types import Episode
 from trainer import role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
+from trainer.estimators import advantage_estimator
 from trainer.methods import concatenate, get_method
-from trainer.models import base_model_path, load_model
-from trainer.rollout import (
-    PromptOrder,
-    Rollout,
-    policy_chat,
-    seed_step,
-    task_toolbox,
-    training_task,
-    vllm_generator,
-)
+from trainer.models import load_models
+from trainer.rollout import PromptOrder, Rollout, seed_step
 from trainer.samples import Sample
 from trainer.scoring import episode_metrics, reward_metrics, rewarded_groups, training_rows
 from trainer.step_record import rollouts_path, split_rows, write_rollouts
@@ -57,45 +48,22 @@ class Trainer:
                 f"got {algo.advantage!r}"
             )
         self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
-        model_path = base_model_path(config, self.run_dir, self.dist)
-        dtype = config.model.torch_dtype(cuda=self.device is not None)
-
-        def load(cls: Any, **kwargs: Any) -> torch.nn.Module:
-            return load_model(cls, model_path, dtype, self.dist, self.device, **kwargs)
-
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.policy = load(AutoModelForCausalLM)
-        self.reference = load(AutoModelForCausalLM).requires_grad_(False).eval() if algo.kl_coef > 0 else None
-        self.critic = None
-        if algo.advantage == "gae":
-            self.critic = load(AutoModelForTokenClassification, num_labels=1)
-        elif algo.advantage != "grpo":
-            raise ValueError(f"algorithm.advantage must be 'grpo' or 'gae', got {algo.advantage!r}")
         if config.rollout.prompts_per_step < self.dist.world_size:
             raise ValueError(
                 f"rollout.prompts_per_step ({config.rollout.prompts_per_step}) must be at least the number of "
                 f"ranks ({self.dist.world_size}): every rank rolls out its own questions"
             )
-        task = training_task(config.task)
-        system = get_system(config.task.system)
-        system_options, tool_settings = system.split_options(config.task.system_options)
-        self.roles = list(system.roles)
+        critic = advantage_estimator(algo.advantage).needs_critic
+        models = load_models(config, self.run_dir, self.dist, self.device, critic=critic)
+        self.tokenizer, self.policy = models.tokenizer, models.policy
+        self.reference, self.critic = models.reference, models.critic
+        self.rollout = Rollout.build(config, self.method, models, self.dist.rank)
+        self.roles = list(self.rollout.system.roles)
         """The system's own role names: the ``role/<role>/...`` metrics of every step, in this order."""
         self.updater = PolicyUpdate(
             config, self.dist, self.method, self.roles, self.policy, self.reference, self.critic
         )
-        self.prompts = PromptOrder(len(task.items), config.seed)
-        vllm = vllm_generator(config.rollout, model_path, dtype, seed=config.seed * 1_009 + self.dist.rank)
-        self.rollout = Rollout(
-            task=task,
-            system=system,
-            system_options=system_options,
-            toolbox=task_toolbox(task, system, tool_settings),
-            chat=policy_chat(config.rollout, self.policy, self.tokenizer, vllm),
-            vllm=vllm,
-            own_rollout=self.method.rollout(config) if self.method.rollout is not None else None,
-            group_size=config.rollout.group_size,
-        )
+        self.prompts = PromptOrder(len(self.task.items), config.seed)
         self.step = 0
         self.last_samples: list[Sample] = []
         """The rows the last step trained on, with their rewards and advantages (for tests and inspection)."""

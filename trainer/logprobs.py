@@ -16,12 +16,17 @@ Only the ``(N, H)`` hidden rows and ``(N,)`` statistics are kept for backward.
 Gradients, with ``z = (h W^T + b) / T``, ``p = softmax(z)``, ``H = -sum p log p``:
 ``d logp_t / dz = onehot(t) - p`` and ``dH / dz = -p * (log p + H)``.
 
-The head is the model's ``get_output_embeddings()`` (a ``Linear``); a model that rescales its logits after
-the head (final-logit soft-capping as Gemma 2, a logit scale as Cohere) is refused.
+Final-logit soft-capping (Gemma 2 and 3: ``l -> c * tanh(l / c)`` after the head, ``c`` the config's
+``final_logit_softcapping``) is applied to each chunk, ``z = c * tanh((h W^T + b) / c) / T``, with
+``dz / d(h W^T + b) = (1 - tanh^2) / T``; the model's own soft-capping is switched off for the scoring forward
+(its output there is the scores, not logits). The head is the model's ``get_output_embeddings()`` (a
+``Linear``); a model that rescales its logits otherwise (a logit scale as Cohere) is refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +51,19 @@ def chunk_rows(vocab_size: int, chunk_bytes: int = CHUNK_BYTES) -> int:
     return max(1, chunk_bytes // (4 * vocab_size))
 
 
-def _chunk_logits(hidden: Tensor, weight: Tensor, bias: Tensor | None, temperature: float) -> Tensor:
-    return torch.nn.functional.linear(hidden, weight, bias).float() / temperature
+def _chunk_logits(
+    hidden: Tensor, weight: Tensor, bias: Tensor | None, temperature: float, softcap: float | None
+) -> Tensor:
+    """The chunk's fp32 logits, soft-capped when ``softcap`` is set, divided by ``temperature``."""
+    logits = torch.nn.functional.linear(hidden, weight, bias).float()
+    if softcap is not None:
+        return logits.div_(softcap).tanh_().mul_(softcap / temperature)
+    return logits.div_(temperature)
 
 
 class ChunkedLogprobs(torch.autograd.Function):
-    """``(logprobs, entropy)`` of ``targets`` under ``linear(hidden, weight, bias) / temperature``, chunked.
+    """``(logprobs, entropy)`` of ``targets`` under ``linear(hidden, weight, bias) / temperature`` (soft-capped
+    first when ``softcap`` is set), chunked.
 
     ``entropy`` is an empty tensor when ``with_entropy`` is false. See the module docstring for the gradients.
     """
@@ -66,6 +78,7 @@ class ChunkedLogprobs(torch.autograd.Function):
         temperature: float,
         rows: int,
         with_entropy: bool,
+        softcap: float | None,
     ) -> tuple[Tensor, Tensor]:
         count = hidden.shape[0]
         logprobs = hidden.new_empty(count, dtype=torch.float32)
@@ -73,14 +86,14 @@ class ChunkedLogprobs(torch.autograd.Function):
         entropy = hidden.new_empty(count if with_entropy else 0, dtype=torch.float32)
         for start in range(0, count, rows):  # two (C, V) fp32 tensors at most: log-probs, probs
             part = slice(start, start + rows)
-            log_probs = _chunk_logits(hidden[part], weight, bias, temperature)
+            log_probs = _chunk_logits(hidden[part], weight, bias, temperature, softcap)
             lse[part] = torch.logsumexp(log_probs, dim=-1)
             log_probs -= lse[part, None]
             logprobs[part] = log_probs.gather(-1, targets[part, None])[:, 0]
             if with_entropy:
                 entropy[part] = -(log_probs.exp()[:, None, :] @ log_probs[:, :, None])[:, 0, 0]
         ctx.save_for_backward(hidden, weight, bias, targets, lse, entropy)
-        ctx.temperature, ctx.rows, ctx.with_entropy = temperature, rows, with_entropy
+        ctx.temperature, ctx.rows, ctx.with_entropy, ctx.softcap = temperature, rows, with_entropy, softcap
         ctx.set_materialize_grads(False)
         ctx.mark_non_differentiable(lse)
         return logprobs, entropy
@@ -95,11 +108,16 @@ class ChunkedLogprobs(torch.autograd.Function):
         grad_weight = torch.zeros_like(weight, dtype=torch.float32) if need_weight else None
         grad_bias = torch.zeros_like(bias, dtype=torch.float32) if need_bias else None
         if grad_logprobs is None and grad_entropy is None:
-            return grad_hidden, _cast(grad_weight, weight), _cast(grad_bias, bias), None, None, None, None
+            return grad_hidden, _cast(grad_weight, weight), _cast(grad_bias, bias), *[None] * 5
         for start in range(0, hidden.shape[0], ctx.rows):
             part = slice(start, start + ctx.rows)
-            # two (C, V) fp32 tensors at most: the gradient with respect to the logits is built in place
-            log_probs = _chunk_logits(hidden[part], weight, bias, ctx.temperature)
+            # two (C, V) fp32 tensors at most (three with a soft-cap): the gradient with respect to the logits is
+            # built in place
+            log_probs = _chunk_logits(hidden[part], weight, bias, ctx.temperature, ctx.softcap)
+            # d capped / d logits = 1 - tanh^2, tanh = capped * T / c, read before log_probs is overwritten
+            cap_slope = None
+            if ctx.softcap is not None:
+                cap_slope = torch.mul(log_probs, ctx.temperature / ctx.softcap).square_().neg_().add_(1)
             log_probs -= lse[part, None]
             probs = log_probs.exp()
             grad_logits = log_probs  # dz = p * (-g_lp - g_H * (log p + H)), then + g_lp at the target
@@ -115,13 +133,16 @@ class ChunkedLogprobs(torch.autograd.Function):
             if grad_logprobs is not None:
                 grad_logits.scatter_add_(-1, targets[part, None], grad[:, None])
             grad_logits /= ctx.temperature
+            if cap_slope is not None:
+                grad_logits.mul_(cap_slope)
+                del cap_slope
             if grad_hidden is not None:
                 grad_hidden[part] = grad_logits.to(weight.dtype) @ weight
             if grad_weight is not None:
                 grad_weight += grad_logits.T.to(hidden.dtype) @ hidden[part]
             if grad_bias is not None:
                 grad_bias += grad_logits.sum(0)
-        return grad_hidden, _cast(grad_weight, weight), _cast(grad_bias, bias), None, None, None, None
+        return grad_hidden, _cast(grad_weight, weight), _cast(grad_bias, bias), *[None] * 5
 
 
 def _cast(grad: Tensor | None, like: Tensor | None) -> Tensor | None:
@@ -136,8 +157,10 @@ def score_hidden(
     *,
     with_entropy: bool = False,
     chunk_bytes: int = CHUNK_BYTES,
+    softcap: float | None = None,
 ) -> TokenScores:
-    """Logprobs (and entropies) of ``targets`` ``(N,)`` under ``head(hidden) / temperature``, ``hidden`` ``(N, H)``."""
+    """Logprobs (and entropies) of ``targets`` ``(N,)`` under ``head(hidden) / temperature``, ``hidden`` ``(N, H)``
+    (the head's output soft-capped to ``softcap * tanh(logits / softcap)`` first when ``softcap`` is set)."""
     if not isinstance(head, torch.nn.Linear):
         raise TypeError(f"the model's output head is a {type(head).__name__}, not a Linear layer")
     targets = targets.to(hidden.device)
@@ -149,18 +172,48 @@ def score_hidden(
         temperature,
         chunk_rows(head.weight.shape[0], chunk_bytes),
         with_entropy,
+        softcap,
     )
     return TokenScores(logprobs, entropy if with_entropy else None)
 
 
-def _check_plain_head(model: torch.nn.Module) -> None:
+SOFTCAP = "final_logit_softcapping"
+
+
+def _configs(model: torch.nn.Module) -> list[Any]:
+    """The model's config and, for a multimodal model, its text config (either may carry the head's settings)."""
     config = getattr(model, "config", None)
-    config = getattr(config, "get_text_config", lambda: config)()
-    for rescaling in ("final_logit_softcapping", "logit_scale"):
-        if getattr(config, rescaling, None):
-            raise ValueError(
-                f"the chunked scorer does not support models whose logits are rescaled ({rescaling})"
-            )
+    text = getattr(config, "get_text_config", lambda: config)()
+    if config is None:
+        return []
+    return [config] if text is None or text is config else [config, text]
+
+
+def head_softcap(model: torch.nn.Module) -> float | None:
+    """The model's final-logit soft-cap (``None`` without one); a logit scale after the head is refused."""
+    configs = _configs(model)
+    if any(getattr(config, "logit_scale", None) for config in configs):
+        raise ValueError("the chunked scorer does not support models whose logits are rescaled (logit_scale)")
+    caps = {float(cap) for config in configs if (cap := getattr(config, SOFTCAP, None))}
+    if len(caps) > 1:
+        raise ValueError(f"the model's configs disagree on {SOFTCAP}: {sorted(caps)}")
+    return caps.pop() if caps else None
+
+
+@contextmanager
+def _model_softcap_off(model: torch.nn.Module, softcap: float | None) -> Iterator[None]:
+    """Switch the model's own soft-capping off while its head outputs scores (``score_hidden`` applies the cap)."""
+    if softcap is None:
+        yield
+        return
+    capped = [config for config in _configs(model) if getattr(config, SOFTCAP, None)]
+    for config in capped:
+        setattr(config, SOFTCAP, None)
+    try:
+        yield
+    finally:
+        for config in capped:
+            setattr(config, SOFTCAP, softcap)
 
 
 def response_scores(
@@ -179,7 +232,7 @@ def response_scores(
     ``score_hidden``'s result (so the scores are computed inside the model's forward and are its output, as
     FSDP needs: the head's parameters are gathered there, and the backward pass enters through the output).
     """
-    _check_plain_head(model)
+    softcap = head_softcap(model)
     head = model.get_output_embeddings()
     taken: list[Tensor] = []
 
@@ -196,6 +249,7 @@ def response_scores(
             temperature,
             with_entropy=with_entropy,
             chunk_bytes=chunk_bytes,
+            softcap=softcap,
         )
         return torch.stack([scores.logprobs, *([scores.entropy] if with_entropy else [])], dim=-1)[None]
 
@@ -203,12 +257,13 @@ def response_scores(
     mask = batch.attention_mask.to(device) if batch.attention_mask is not None else None
     hooks = [head.register_forward_pre_hook(take_hidden), head.register_forward_hook(score)]
     try:
-        packed = model(
-            input_ids=batch.input_ids.to(device),
-            position_ids=batch.position_ids.to(device),
-            attention_mask=mask,
-            use_cache=False,
-        ).logits
+        with _model_softcap_off(model, softcap):
+            packed = model(
+                input_ids=batch.input_ids.to(device),
+                position_ids=batch.position_ids.to(device),
+                attention_mask=mask,
+                use_cache=False,
+            ).logits
     finally:
         for hook in hooks:
             hook.remove()

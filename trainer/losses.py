@@ -1,7 +1,8 @@
 """Policy-gradient losses: clipped surrogate, KL estimators, entropy and split-invariant loss aggregation.
 
-Plain tensor functions, chosen by name from the recipe through ``POLICY_LOSSES``, ``KL_ESTIMATORS`` and
-``AGGREGATIONS``. Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), ``V`` vocabulary;
+Plain tensor functions, chosen by name from the recipe through ``POLICY_LOSSES`` (``algorithm.policy_loss``),
+``KL_ESTIMATORS`` (``algorithm.kl_kind``) and ``AGGREGATIONS`` (``algorithm.loss_mode``), each looked up with
+``judges.named``. Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), ``V`` vocabulary;
 masks are 1 on the tokens that take the loss.
 
 Split invariance. ``aggregate`` divides by counts of the WHOLE batch when given (``global_tokens``: unmasked
@@ -14,21 +15,18 @@ with SUM (not mean; DDP/FSDP average, so scale by the world size there). Rows mu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from trainer.advantages import Registry
+from judges import named
 
 LOG_RATIO_LIMIT = 20.0
 """Log-ratios are clamped to ±20 before ``exp`` so one wild token cannot overflow the loss (as verl does)."""
 
 K3_LIMIT = 10.0
 """The k3 estimate is clamped to ±10 per token (verl's ``low_var_kl`` bound)."""
-
-AGGREGATIONS = Registry("aggregation mode")
-KL_ESTIMATORS = Registry("KL estimator")
-POLICY_LOSSES = Registry("policy loss")
 
 
 def loss_counts(mask: Tensor) -> tuple[int, int]:
@@ -41,7 +39,6 @@ def loss_counts(mask: Tensor) -> tuple[int, int]:
     return int(active.sum()), int(active.any(dim=-1).sum())
 
 
-@AGGREGATIONS.register("token-mean")
 def _token_mean(
     row_sums: Tensor, row_tokens: Tensor, tokens: int, rows: int, norm_length: int | None
 ) -> Tensor:
@@ -49,7 +46,6 @@ def _token_mean(
     return row_sums.sum() / tokens
 
 
-@AGGREGATIONS.register("seq-mean-token-mean")
 def _seq_mean_token_mean(
     row_sums: Tensor, row_tokens: Tensor, tokens: int, rows: int, norm_length: int | None
 ) -> Tensor:
@@ -57,7 +53,6 @@ def _seq_mean_token_mean(
     return (row_sums / row_tokens.clamp(min=1)).sum() / rows
 
 
-@AGGREGATIONS.register("seq-mean-token-sum")
 def _seq_mean_token_sum(
     row_sums: Tensor, row_tokens: Tensor, tokens: int, rows: int, norm_length: int | None
 ) -> Tensor:
@@ -65,7 +60,6 @@ def _seq_mean_token_sum(
     return row_sums.sum() / rows
 
 
-@AGGREGATIONS.register("seq-mean-token-sum-norm")
 def _seq_mean_token_sum_norm(
     row_sums: Tensor, row_tokens: Tensor, tokens: int, rows: int, norm_length: int | None
 ) -> Tensor:
@@ -86,6 +80,17 @@ def _seq_mean_token_sum_norm(
     return row_sums.sum() / norm_length
 
 
+Aggregation = Callable[[Tensor, Tensor, int, int, int | None], Tensor]
+"""``reduce(row_sums, row_tokens, tokens, rows, norm_length) -> loss``: one ``loss_mode``."""
+
+AGGREGATIONS: dict[str, Aggregation] = {
+    "token-mean": _token_mean,
+    "seq-mean-token-mean": _seq_mean_token_mean,
+    "seq-mean-token-sum": _seq_mean_token_sum,
+    "seq-mean-token-sum-norm": _seq_mean_token_sum_norm,
+}
+
+
 def aggregate(
     loss_mat: Tensor,
     mask: Tensor,
@@ -102,7 +107,7 @@ def aggregate(
     pass the whole batch's counts when this is one part of it (see the module docstring). Masked entries never
     reach the result, even when they hold inf/NaN. A batch with no unmasked token gives 0.
     """
-    reduce = AGGREGATIONS[mode]
+    reduce = named.lookup(AGGREGATIONS, mode, "aggregation mode")
     if loss_mat.shape != mask.shape or loss_mat.dim() != 2:
         raise ValueError(
             f"aggregate: loss_mat and mask must share one (B, T) shape, got {tuple(loss_mat.shape)} and "
@@ -120,7 +125,6 @@ def aggregate(
     return reduce(row_sums, row_tokens, tokens, rows, norm_length)
 
 
-@POLICY_LOSSES.register("ppo")
 def policy_loss(
     old_logprob: Tensor,
     logprob: Tensor,
@@ -197,6 +201,37 @@ def policy_loss(
     return loss, stats
 
 
+class PolicyLoss(Protocol):
+    """The one signature of a policy loss (``algorithm.policy_loss``): ``policy_loss``'s. It returns the loss and
+    at least the stats ``clip_frac_high``, ``clip_frac_low`` and ``approx_kl``, each split-invariant as the loss."""
+
+    def __call__(
+        self,
+        old_logprob: Tensor,
+        logprob: Tensor,
+        advantages: Tensor,
+        mask: Tensor,
+        *,
+        clip_low: float,
+        clip_high: float,
+        dual_clip: float | None,
+        mode: str,
+        global_tokens: int | None,
+        global_rows: int | None,
+        norm_length: int | None,
+    ) -> tuple[Tensor, dict[str, Tensor]]: ...
+
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {"ppo": policy_loss}
+"""``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO and
+M-ASK all train with it); its aggregation is ``algorithm.loss_mode``."""
+
+
+def get_policy_loss(name: str) -> PolicyLoss:
+    """The policy loss registered as ``name``; an unknown name raises ``judges.named``'s ValueError."""
+    return named.lookup(POLICY_LOSSES, name, "policy loss")
+
+
 def _k1(log_ratio: Tensor) -> Tensor:
     return log_ratio
 
@@ -220,16 +255,14 @@ def _straight_through(value_of: Callable[[Tensor], Tensor]) -> Callable[[Tensor]
     return estimate
 
 
-KL_ESTIMATORS.update(
-    {
-        "k1": _k1,
-        "abs": torch.abs,
-        "k2": _k2,
-        "k3": _k3,
-        "k1+": _straight_through(_k1),
-        "k3+": _straight_through(_k3),
-    }
-)
+KL_ESTIMATORS: dict[str, Callable[[Tensor], Tensor]] = {
+    "k1": _k1,
+    "abs": torch.abs,
+    "k2": _k2,
+    "k3": _k3,
+    "k1+": _straight_through(_k1),
+    "k3+": _straight_through(_k3),
+}
 
 
 def kl(logprob: Tensor, ref_logprob: Tensor, kind: str) -> Tensor:
@@ -240,7 +273,7 @@ def kl(logprob: Tensor, ref_logprob: Tensor, kind: str) -> Tensor:
     ``k1+`` / ``k3+`` have the VALUE of k1 / k3 and the GRADIENT of k2 (straight-through, verl's "+" kinds).
     The reference is treated as a constant (no gradient flows into ``ref_logprob``).
     """
-    estimator = KL_ESTIMATORS[kind]
+    estimator = named.lookup(KL_ESTIMATORS, kind, "KL estimator")
     if logprob.shape != ref_logprob.shape:
         raise ValueError(
             f"kl: logprob {tuple(logprob.shape)} and ref_logprob {tuple(ref_logprob.shape)} differ"

@@ -1,15 +1,32 @@
-"""The models a run trains and reads: the base weights' path (a tiny model built into the run directory when the
-recipe names none), loaded onto this rank's device, sharded when the run is FSDP."""
+"""The models a run trains and reads: the base weights (a tiny model built into the run directory when the
+recipe names none), loaded onto this rank's device, sharded when the run is FSDP -- the policy, the frozen
+reference when the KL penalty is on, and the critic when the advantage estimator needs one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
+
+
+@dataclass
+class Models:
+    """The run's tokenizer and models, and the base weights they were loaded from."""
+
+    path: Path | str
+    dtype: torch.dtype
+    tokenizer: Any
+    policy: torch.nn.Module
+    reference: torch.nn.Module | None
+    """The frozen policy at the start (``algorithm.kl_coef`` > 0)."""
+    critic: torch.nn.Module | None
+    """A token-value head on the base model (an estimator that needs a critic)."""
 
 
 def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Path | str:
@@ -26,14 +43,21 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
     return path
 
 
-def load_model(
-    cls: Any,
-    path: Path | str,
-    dtype: torch.dtype,
-    dist: Distributed,
-    device: torch.device | None,
-    **kwargs: Any,
-) -> torch.nn.Module:
-    """Load a model onto this rank's device, sharded when the run is FSDP."""
-    model = cls.from_pretrained(path, dtype=dtype, **kwargs)
-    return dist.prepare(model.to(device) if device is not None else model)
+def load_models(
+    config: TrainConfig, run_dir: Path, dist: Distributed, device: torch.device | None, *, critic: bool
+) -> Models:
+    """The tokenizer, policy, reference (when the KL penalty is on) and critic (when ``critic``)."""
+    path = base_model_path(config, run_dir, dist)
+    dtype = config.model.torch_dtype(cuda=device is not None)
+
+    def load(cls: Any, **kwargs: Any) -> torch.nn.Module:
+        model = cls.from_pretrained(path, dtype=dtype, **kwargs)
+        return dist.prepare(model.to(device) if device is not None else model)
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    policy = load(AutoModelForCausalLM)
+    reference = (
+        load(AutoModelForCausalLM).requires_grad_(False).eval() if config.algorithm.kl_coef > 0 else None
+    )
+    value_model = load(AutoModelForTokenClassification, num_labels=1) if critic else None
+    return Models(path, dtype, tokenizer, policy, reference, value_model)

@@ -7,8 +7,10 @@ response ids (ending with the end-of-turn token unless truncated) and their logp
 distribution. Two schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel
 agents inside one episode):
 
-* ``static``: the calls pending in one event-loop tick run as ONE generator call, each row with its own sampling
-  settings; a call issued later waits until that whole batch has finished (the longest row).
+* ``static``: the calls pending together run as ONE generator call, each row with its own sampling settings, in a
+  worker thread -- the ``local/`` provider's static scheduler (``harness.providers.batching.RequestBatcher``) with
+  no wait window; calls issued meanwhile form the next batch, after that whole batch has finished (the longest
+  row).
 * ``continuous`` (transformers only): one ``DecodeBatch`` driven from the event loop, without threads or clocks.
   Each round admits every pending call (prefill), runs one decode step, answers the calls whose rows finished,
   then yields the loop ``SETTLE_TICKS`` times so that their continuations can issue their next calls, which join
@@ -22,33 +24,29 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.providers.batching import settle
-from harness.providers.generation import Completion, DecodeBatch, Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.batching import RequestBatcher, Waiting, settle
+from harness.providers.generation import Completion, DecodeBatch, Sampling, generate
+from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 
-SETTLE_TICKS = 32
-"""Event-loop ticks the continuous scheduler yields after answering calls before it admits new ones: each tick
-runs one generation of ready callbacks (a task waking, a ``gather`` completing, a new task starting), so a call
-issued that many hand-offs after its predecessor's answer joins the very next decode step (later ones, one step
-later). A tick without ready work costs microseconds; a decode step costs milliseconds."""
+ALL_PENDING = 2**31
+"""The static scheduler's batch size: every pending call joins (a step's calls are bounded by its episodes)."""
+
+PROMPT_CACHE_SIZE = 4096
+"""Rendered prompts a ``PolicyChat`` keeps (a GRPO group sends each question's prompt ``group_size`` times; the
+chat template's rendering costs about as much as a decode step of the tiny model). Full: it starts over."""
 
 Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
 """Completes each prompt (token ids) with its own ``Sampling``, in order (``harness.providers.generation``'s
 contract: response ids with their logprobs under the unmodified model distribution)."""
-
-
-@dataclass(eq=False)
-class _Request:
-    prompt_ids: list[int]
-    sampling: Sampling
-    future: asyncio.Future = field(repr=False)
 
 
 class PolicyChat:
@@ -56,7 +54,8 @@ class PolicyChat:
 
     ``generator`` replaces transformers generation on ``model`` (e.g. a vLLM engine synced to the policy) and
     runs under the ``static`` scheduler only. ``batch`` is the continuous scheduler's ``DecodeBatch`` (its
-    ``step_sizes`` record the rows of every decode step), ``None`` under ``static``.
+    ``step_sizes`` record the rows of every decode step), ``None`` under ``static``; ``static`` is the static
+    scheduler's ``RequestBatcher`` (its ``batch_sizes`` record every batch), ``None`` under ``continuous``.
     """
 
     def __init__(
@@ -82,7 +81,13 @@ class PolicyChat:
         self.name = name
         self.scheduler = scheduler
         self.batch = DecodeBatch(model, tokenizer) if scheduler == "continuous" else None
-        self._pending: list[_Request] = []
+        self.static = (
+            RequestBatcher(self._complete, batch_size=ALL_PENDING, wait_ms=0)
+            if scheduler == "static"
+            else None
+        )
+        self._rendered: dict[str, list[int]] = {}
+        self._pending: list[Waiting[GenerationRequest]] = []
         self._driver: asyncio.Task | None = None
 
     def sampling(self, overrides: dict[str, Any]) -> Sampling:
@@ -93,16 +98,12 @@ class PolicyChat:
         return dataclasses.replace(self.defaults, **overrides)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
-        prompt_ids = render_prompt(self.tokenizer, messages)
-        loop = asyncio.get_running_loop()
-        if self._driver is not None and self._driver.get_loop() is not loop:
-            self._abandon_stopped_loop()
-        request = _Request(prompt_ids, self.sampling(sampling), loop.create_future())
-        self._pending.append(request)
-        if self._driver is None:
-            drive = self._run_pending() if self.batch is None else self._run_continuous(self.batch)
-            self._driver = loop.create_task(drive)
-        completion: Completion = await request.future
+        prompt_ids = self._render(messages)
+        request = (prompt_ids, self.sampling(sampling), 0)
+        if self.static is not None:
+            completion = await self.static.submit(request)
+        else:
+            completion = await self._continuous(request)
         return Reply(
             text=completion.text,
             finish_reason=completion.finish_reason,
@@ -114,27 +115,38 @@ class PolicyChat:
             logprobs=completion.logprobs,
         )
 
+    def _render(self, messages: list[Message]) -> list[int]:
+        """``render_prompt``'s token ids for ``messages`` (a fresh list each time), rendered once per content."""
+        key = json.dumps(messages, sort_keys=True)
+        if key not in self._rendered:
+            if len(self._rendered) >= PROMPT_CACHE_SIZE:
+                self._rendered.clear()
+            self._rendered[key] = render_prompt(self.tokenizer, messages)
+        return list(self._rendered[key])
+
+    def _complete(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        """Static scheduling: the calls pending together, as one generator call."""
+        prompts, settings = [r[0] for r in requests], [r[1] for r in requests]
+        if self.generator is not None:
+            return self.generator(prompts, settings)
+        return generate(self.model, self.tokenizer, prompts, settings)
+
+    async def _continuous(self, request: GenerationRequest) -> Completion:
+        """Queue ``request`` for the continuous driver (started when none runs) and wait for its completion."""
+        loop = asyncio.get_running_loop()
+        if self._driver is not None and self._driver.get_loop() is not loop:
+            self._abandon_stopped_loop()
+        waiting: Waiting[GenerationRequest] = Waiting(request, loop.create_future())
+        self._pending.append(waiting)
+        if self._driver is None:
+            self._driver = loop.create_task(self._run_continuous(self.batch))
+        return await waiting.future
+
     def _abandon_stopped_loop(self) -> None:
         """Forget the scheduler task and the calls of an event loop that stopped without cancelling them
         (``run_until_complete``, then ``close``): no one can await them any more."""
         self._driver, self._pending = None, []
-        if self.batch is not None:
-            self.batch.discard()
-
-    async def _run_pending(self) -> None:
-        """Static scheduling: the calls pending after one tick, as one generator call."""
-        await asyncio.sleep(0)  # let every coroutine that is ready enqueue its request first
-        batch, self._pending, self._driver = self._pending, [], None
-        prompts, settings = [r.prompt_ids for r in batch], [r.sampling for r in batch]
-        try:
-            if self.generator is not None:
-                completions = self.generator(prompts, settings)
-            else:
-                completions = generate(self.model, self.tokenizer, prompts, settings)
-        except Exception as err:  # every waiting call must hear about the failure
-            completions = [err] * len(batch)
-        for request, completion in zip(batch, completions, strict=True):
-            settle(request.future, completion)
+        self.batch.discard()
 
     async def _run_continuous(self, batch: DecodeBatch) -> None:
         """Continuous scheduling: settle, admit, step, answer -- until nothing runs or waits."""
@@ -158,18 +170,13 @@ class PolicyChat:
                 batch.clear()
 
     def _admit(self, batch: DecodeBatch) -> None:
-        newcomers = [r for r in self._pending if not r.future.done()]
+        newcomers = [w for w in self._pending if not w.future.done()]
         self._pending = []
         batch.drop(row.key for row in batch.rows if row.key.future.done())  # callers that have gone
         if not newcomers:
             return
         try:
-            batch.admit(
-                newcomers,
-                [r.prompt_ids for r in newcomers],
-                [r.sampling for r in newcomers],
-                [0] * len(newcomers),
-            )
+            batch.admit(newcomers, *zip(*(w.request for w in newcomers), strict=True))
         except Exception as err:  # the running rows are untouched; the newcomers fail
             for request in newcomers:
                 settle(request.future, err)

@@ -22,10 +22,11 @@ import numpy as np
 import torch
 
 from harness.providers.generation import Sampling
-from harness.systems import build_toolbox, run_system
+from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Episode, Toolbox
-from trainer.config import RolloutConfig, TaskConfig
-from trainer.methods.base import GroupRollout
+from trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from trainer.methods.base import GroupRollout, Method
+from trainer.models import Models
 from trainer.policy import PolicyChat
 from trainer.vllm_rollout import rollout_backend
 
@@ -69,7 +70,7 @@ def training_task(task: TaskConfig) -> Any:
     """The recipe's task: a harness benchmark judged by its judge (``task.benchmark``), else the factory's."""
     if task.benchmark is None:
         return load_task(task.factory, task.args)
-    from trainer.benchmark_task import benchmark_task
+    from trainer.tasks.benchmark import benchmark_task
 
     return benchmark_task(
         task.benchmark,
@@ -145,6 +146,24 @@ class Rollout:
     """The vLLM engine the chat generates with, synced to the policy before each step's rollout; ``None``."""
     own_rollout: GroupRollout | None
     group_size: int
+
+    @classmethod
+    def build(cls, config: TrainConfig, method: Method, models: Models, rank: int) -> Rollout:
+        """The recipe's task and system over the models' policy chat (vLLM seeded per rank when configured)."""
+        task = training_task(config.task)
+        system = get_system(config.task.system)
+        system_options, tool_settings = system.split_options(config.task.system_options)
+        vllm = vllm_generator(config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank)
+        return cls(
+            task=task,
+            system=system,
+            system_options=system_options,
+            toolbox=task_toolbox(task, system, tool_settings),
+            chat=policy_chat(config.rollout, models.policy, models.tokenizer, vllm),
+            vllm=vllm,
+            own_rollout=method.rollout(config) if method.rollout is not None else None,
+            group_size=config.rollout.group_size,
+        )
 
     def sync(self, policy: torch.nn.Module) -> None:
         """Load the policy's current weights into the vLLM engine (nothing for transformers generation)."""

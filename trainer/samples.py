@@ -5,13 +5,15 @@ A sample is one token sequence the policy is trained on: the prompt (never train
 assistant turns and tool results) becomes ONE sample whose response covers the whole conversation after the
 first prompt: assistant tokens are in the mask, tool / user / other-agent tokens and chat-template scaffolding
 are out. The ids always equal a re-render of the whole conversation with the tokenizer's chat template (up to
-the final end-of-turn token), so what is trained is exactly what the model saw.
+the final end-of-turn token) by the renderer generation uses (``harness.chat_template.render_prompt``), so what
+is trained is exactly what the model saw.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.chat_template import render_prompt
 from harness.systems.types import Episode, Message, ModelCall
 
 
@@ -53,19 +55,11 @@ class Sample:
             )
 
 
-def render(tokenizer, messages: list[Message], *, add_generation_prompt: bool = False) -> list[int]:
-    """Token ids of ``messages`` rendered with the tokenizer's chat template."""
-    if not messages:
-        return []
-    encoded = tokenizer.apply_chat_template(
-        messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=True
-    )
-    return list(encoded["input_ids"])
-
-
-def _extension(tokenizer, before: list[int], messages: list[Message], **kwargs) -> list[int]:
+def _extension(
+    tokenizer, before: list[int], messages: list[Message], *, add_generation_prompt: bool = False
+) -> list[int]:
     """The tokens that rendering ``messages`` adds after ``before``; the template must be prefix-stable."""
-    after = render(tokenizer, messages, **kwargs)
+    after = render_prompt(tokenizer, messages, add_generation_prompt=add_generation_prompt)
     if after[: len(before)] != before:
         raise ValueError(
             "the chat template is not prefix-stable (rendering one more message changed earlier tokens); "
@@ -96,7 +90,7 @@ def sample_from_call(tokenizer, call: ModelCall, *, group_key: str = "", reward:
     if first_assistant == len(messages) and call.reply.prompt_ids is not None:
         prompt_ids = list(call.reply.prompt_ids)  # what the policy was given: the same render, already done
     else:
-        prompt_ids = render(tokenizer, messages[:first_assistant], add_generation_prompt=True)
+        prompt_ids = render_prompt(tokenizer, messages[:first_assistant]) if first_assistant else []
     response_ids: list[int] = []
     loss_mask: list[int] = []
     rendered = prompt_ids

@@ -31,13 +31,6 @@ def rewarded_groups(
     ]
 
 
-def group_norm(algo: AlgorithmConfig) -> GroupNorm:
-    """The recipe's ``algorithm.grpo_*`` normalisation."""
-    return GroupNorm(
-        eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std
-    )
-
-
 def trained_agent(algo: AlgorithmConfig) -> Callable[[Sample], bool]:
     """Whether a row's agent is trained (``algorithm.marsrl.train_agents``; every agent otherwise)."""
     agents = algo.marsrl.train_agents
@@ -65,7 +58,7 @@ def training_rows(
     nonfinite = [s.group_key for group in groups for s in group if not math.isfinite(s.reward)]
     finite = dist.sum([len(nonfinite)])[0] == 0
     if finite and method.advantages is not None:
-        norm = group_norm(algo)  # a question whose every episode went unscored has no rows
+        norm = GroupNorm.of(algo)  # a question whose every episode went unscored has no rows
         groups = [method.advantages(group, norm) if group else group for group in groups]
     return TrainingRows([keep_rows(group, trained_agent(algo)) for group in groups], nonfinite, finite)
 

@@ -2,13 +2,17 @@
 
 Old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the policy being trained is
 the one that sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference
-logprobs and critic values likewise; advantages are assigned (the method's own, per question; else GRPO, or GAE
-with the critic); the clipped-surrogate loss (+ KL, entropy, value loss) is accumulated over micro-batches with
+logprobs and critic values likewise; the recipe's advantage estimator (``algorithm.advantage``,
+``trainer.estimators``) assigns advantages; the recipe's policy loss (``algorithm.policy_loss``, the clipped
+surrogate) plus KL, entropy and value loss is accumulated over micro-batches with
 GLOBAL token/row counts, gradients are summed across ranks and clipped, and AdamW steps -- unless the loss or the
 gradient norm is non-finite, which skips the step.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -16,21 +20,87 @@ from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 
 from trainer import role_metrics
-from trainer.advantages import gae
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
+from trainer.estimators import AdvantageBatch, advantage_estimator
 from trainer.logprobs import response_scores
-from trainer.losses import aggregate, kl, policy_loss
+from trainer.losses import aggregate, get_policy_loss, kl
 from trainer.mastered_tokens import mastered_positive_tokens
-from trainer.methods import Method, group_advantages
+from trainer.methods import Method
 from trainer.packing import MicroBatch, micro_batches, padding_share, response_logits, response_values
 from trainer.samples import Sample
-from trainer.scoring import group_norm
 
 
-def rows(values: list[Tensor]) -> Tensor:
+def pad_rows(values: list[Tensor]) -> Tensor:
     """Right-pad 1-D per-row tensors into a ``(B, T)`` matrix."""
     return pad_sequence(values, batch_first=True)
+
+
+@dataclass(frozen=True)
+class LossCounts:
+    """The whole batch's counts every micro-batch's loss share divides by (``trainer.losses.aggregate``)."""
+
+    global_tokens: int
+    """Trained tokens, over micro-batches and ranks."""
+    global_rows: int
+    """Rows with at least one trained token, over micro-batches and ranks."""
+    norm_length: int
+    """The constant length ``seq-mean-token-sum-norm`` divides by."""
+
+    def kwargs(self) -> dict[str, int]:
+        """The counts as ``aggregate`` / ``policy_loss`` keyword arguments."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class MicroRows:
+    """One micro-batch's rows, right-padded to ``(B, T)`` (``None``: that input is not used this run)."""
+
+    mask: Tensor
+    advantages: Tensor
+    old: Tensor | None
+    ref: Tensor | None
+    values: Tensor | None
+    returns: Tensor | None
+    roles: Tensor
+    """``(B,)`` each row's index in the system's roles (-1: in no role metric)."""
+    role_tokens: Tensor
+    """Each role's trained tokens over the whole batch (the role metrics' denominators)."""
+
+
+@dataclass
+class UpdateRows:
+    """The batch's per-row tensors, in micro-batch order (``None``: that input is not used this run)."""
+
+    masks: list[Tensor]
+    """Bool loss masks (well-mastered positive tokens left out under dynamic masking)."""
+    advantages: list[Tensor]
+    old: list[Tensor] | None
+    """Logprobs under the policy that sampled (``ppo_epochs`` > 1; else the training forward's own)."""
+    ref: list[Tensor] | None
+    values: list[Tensor] | None
+    returns: list[Tensor] | None
+    roles: Tensor
+    role_tokens: Tensor
+    mastered: float
+    """Tokens dynamic masking took out of this rank's masks."""
+
+    def part(self, rows: slice) -> MicroRows:
+        """The rows ``rows`` of the batch, padded."""
+
+        def padded(values: list[Tensor] | None) -> Tensor | None:
+            return pad_rows(values[rows]) if values is not None else None
+
+        return MicroRows(
+            mask=pad_rows(self.masks[rows]),
+            advantages=pad_rows(self.advantages[rows]),
+            old=padded(self.old),
+            ref=padded(self.ref),
+            values=padded(self.values),
+            returns=padded(self.returns),
+            roles=self.roles[rows],
+            role_tokens=self.role_tokens,
+        )
 
 
 class PolicyUpdate:
@@ -48,6 +118,8 @@ class PolicyUpdate:
         critic: torch.nn.Module | None,
     ):
         self.config, self.dist, self.method, self.roles = config, dist, method, roles
+        self.estimator = advantage_estimator(config.algorithm.advantage)
+        self.policy_loss = get_policy_loss(config.algorithm.policy_loss)
         self.policy, self.reference, self.critic = policy, reference, critic
         self.trained = torch.nn.ModuleDict({"policy": policy})
         """The models the optimizer steps (its state is keyed by their parameter names)."""
@@ -76,31 +148,6 @@ class PolicyUpdate:
                 scored += list(flat.split(batch.response_lengths))
         return scored
 
-    def _advantages(
-        self, samples: list[Sample], order: list[int], values: list[Tensor] | None
-    ) -> tuple[list[Tensor], list[Tensor] | None]:
-        """Per-sample token advantages in ``order`` (GRPO scalars broadcast, or the method's own advantages --
-        scalars or per-token values -- on each row's mask; GAE over the masked tokens), and the GAE returns the
-        critic regresses on (None for GRPO)."""
-        algo = self.config.algorithm
-        masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in order]
-        if values is None:
-            if self.method.advantages is None:
-                scalars = group_advantages([samples[i] for i in order], group_norm(self.config.algorithm))
-                for i, scalar in zip(order, scalars.tolist(), strict=True):
-                    samples[i].advantage = scalar
-            advantages = [torch.as_tensor(samples[i].advantage, dtype=torch.float32) for i in order]
-            return [advantage * mask for advantage, mask in zip(advantages, masks, strict=True)], None
-        mask = rows(masks)
-        last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
-        token_rewards = torch.zeros_like(mask)
-        token_rewards[torch.arange(len(order)), last] = torch.tensor([samples[i].reward for i in order])
-        advantages, returns = gae(token_rewards, rows(values).cpu(), mask, gamma=algo.gamma, lam=algo.lam)
-        for j, i in enumerate(order):
-            samples[i].advantage = advantages[j, : len(masks[j])].tolist()
-        per_row = [advantages[j, : len(m)] for j, m in enumerate(masks)]
-        return per_row, [returns[j, : len(m)] for j, m in enumerate(masks)]
-
     def _masks_mastered_tokens(self) -> bool:
         """MarsRL/UloRL's dynamic masking is on and the entropy of the previous update fell below its target."""
         target = self.config.algorithm.mpt_target_entropy
@@ -109,10 +156,35 @@ class PolicyUpdate:
     def __call__(self, samples: list[Sample], step: int) -> dict[str, float]:
         """Update the policy (and critic) on ``samples``; the step's metrics (``skipped`` = 1 when no update was
         made). Sets the rows' GRPO / GAE advantages in place."""
-        config, algo = self.config, self.config.algorithm
-        batches = micro_batches(
-            samples, config.optim.token_budget, config.optim.batching, config.optim.max_padding
-        )
+        optim = self.config.optim
+        batches = micro_batches(samples, optim.token_budget, optim.batching, optim.max_padding)
+        data = self._rows(samples, batches)
+        counts = self._counts(data.masks)
+        if counts is None:
+            return {"skipped": 1.0}
+        sums = self._epochs(batches, data, counts, step)
+        if sums is None:
+            return {"skipped": 1.0}
+        self.scheduler.step()
+        reduced = dict(zip(sums, self.dist.sum(list(sums.values())), strict=True))
+        reduced["grad_norm"] = sums["grad_norm"]
+        adv = torch.cat([a[m] for a, m in zip(data.advantages, data.masks, strict=True)])
+        self.last_entropy = reduced["entropy"]
+        return {
+            **reduced,
+            "mastered_tokens_masked": self.dist.sum([data.mastered])[0],
+            "skipped": 0.0,
+            "advantage_mean": float(adv.mean()) if adv.numel() else 0.0,
+            "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
+            "response_length": sum(len(s.response_ids) for s in samples) / len(samples),
+            "micro_batches": float(len(batches)),
+            "padding_share": padding_share(batches),
+        }
+
+    def _rows(self, samples: list[Sample], batches: list[MicroBatch]) -> UpdateRows:
+        """The batch's per-row tensors in micro-batch order: old, reference and critic values, advantages, and
+        the loss masks (well-mastered positive tokens left out when dynamic masking is on)."""
+        algo = self.config.algorithm
         order = [row for batch in batches for row in batch.rows]
         old = None  # one optimizer step on the policy that sampled: its logprobs ARE the old ones (detached)
         if algo.ppo_epochs > 1:
@@ -126,8 +198,11 @@ class PolicyUpdate:
                 values = [
                     v for b in batches for v in response_values(self.critic, b).split(b.response_lengths)
                 ]
-        advantages, returns = self._advantages(samples, order, values)
-        masks = [torch.tensor(samples[row].loss_mask, dtype=torch.bool) for row in order]
+        ordered = [samples[row] for row in order]
+        float_masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in ordered]
+        assigned = self.method.advantages is not None
+        estimated = self.estimator.estimate(AdvantageBatch(ordered, float_masks, values, algo, assigned))
+        masks = [torch.tensor(s.loss_mask, dtype=torch.bool) for s in ordered]
         mastered = 0.0
         if self._masks_mastered_tokens():
             probe = old if old is not None else self._score_tokens(self.policy, batches)
@@ -138,85 +213,96 @@ class PolicyUpdate:
             mastered = float(sum(int(m.sum()) - int(k.sum()) for m, k in zip(masks, kept, strict=True)))
             masks = kept
         index = {role: i for i, role in enumerate(self.roles)}  # another role (-1): in no role metric
-        row_roles = torch.tensor([index.get(samples[row].role, -1) for row in order], dtype=torch.long)
-        role_tokens = self.dist.sum(role_metrics.role_tokens([samples[row] for row in order], self.roles))
+        return UpdateRows(
+            masks=masks,
+            advantages=estimated.advantages,
+            old=old,
+            ref=ref,
+            values=values,
+            returns=estimated.returns,
+            roles=torch.tensor([index.get(s.role, -1) for s in ordered], dtype=torch.long),
+            role_tokens=torch.tensor(self.dist.sum(role_metrics.role_tokens(ordered, self.roles))),
+            mastered=mastered,
+        )
+
+    def _counts(self, masks: list[Tensor]) -> LossCounts | None:
+        """The whole batch's trained tokens and rows, over ranks; ``None`` when no token is trained."""
         local_counts = [sum(int(m.sum()) for m in masks), sum(int(m.any()) for m in masks)]
         tokens, active_rows = (int(x) for x in self.dist.sum(local_counts))
         if tokens == 0:
-            return {"skipped": 1.0}
-        norm_length = algo.norm_length if algo.norm_length is not None else config.rollout.max_tokens
-        counts = {"global_tokens": tokens, "global_rows": active_rows, "norm_length": norm_length}
-        parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
+            return None
+        algo = self.config.algorithm
+        norm_length = algo.norm_length if algo.norm_length is not None else self.config.rollout.max_tokens
+        return LossCounts(global_tokens=tokens, global_rows=active_rows, norm_length=norm_length)
+
+    def _epochs(
+        self, batches: list[MicroBatch], data: UpdateRows, counts: LossCounts, step: int
+    ) -> dict[str, float] | None:
+        """``ppo_epochs`` optimizer steps over the micro-batches; the first epoch's metric sums (this rank's),
+        or ``None`` when a loss or gradient norm was non-finite (the step is skipped)."""
         self.policy.train()
         # FSDP: every rank must make the same number of forward/backward passes
         idle = self.dist.most(len(batches)) - len(batches) if self.dist.sharded else 0
         sums: dict[str, float] = {}
-        for epoch in range(algo.ppo_epochs):
-            start, finite = 0, True
+        for epoch in range(self.config.algorithm.ppo_epochs):
             for _ in range(idle):
                 self._idle_pass(batches[0])
-            for batch in batches:
-                part = slice(start, start + len(batch.rows))
-                start += len(batch.rows)
-                data = {
-                    "row_roles": row_roles[part],
-                    "role_tokens": torch.tensor(role_tokens),
-                    "mask": rows(masks[part]),
-                    "old": rows(old[part]) if old is not None else None,
-                    "advantages": rows(advantages[part]),
-                    "ref": rows(ref[part]) if ref is not None else None,
-                    "values": rows(values[part]) if values is not None else None,
-                    "returns": rows(returns[part]) if returns is not None else None,
-                }
-                loss, stats = self._micro_batch_loss(batch, data, counts)
-                finite = finite and bool(torch.isfinite(loss))
-                loss.backward()  # even when non-finite: the step is dropped below, after every rank's passes
-                if epoch == 0:
-                    for name, value in stats.items():
-                        sums[name] = sums.get(name, 0.0) + float(value)
-            if self.dist.sum([0.0 if finite else 1.0])[0] > 0:
-                self.optimizer.zero_grad(set_to_none=True)
-                print(f"step {step}: non-finite loss; step skipped")
-                return {"skipped": 1.0}
-            self.dist.sum_gradients(parameters)
-            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, config.optim.grad_clip)
-            if isinstance(grad_norm, DTensor):
-                grad_norm = grad_norm.full_tensor()
-            if not torch.isfinite(grad_norm):
-                self.optimizer.zero_grad(set_to_none=True)
-                print(f"step {step}: non-finite gradient norm; step skipped")
-                return {"skipped": 1.0}
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
+            finite = self._accumulate(batches, data, counts, sums if epoch == 0 else None)
+            grad_norm = self._optimizer_step(finite, step)
+            if grad_norm is None:
+                return None
             if epoch == 0:
-                sums["grad_norm"] = float(grad_norm)
-        self.scheduler.step()
-        reduced = dict(zip(sums, self.dist.sum(list(sums.values())), strict=True))
-        reduced["grad_norm"] = sums["grad_norm"]
-        adv = torch.cat([a[m] for a, m in zip(advantages, masks, strict=True)])
-        self.last_entropy = reduced["entropy"]
-        return {
-            **reduced,
-            "mastered_tokens_masked": self.dist.sum([mastered])[0],
-            "skipped": 0.0,
-            "advantage_mean": float(adv.mean()) if adv.numel() else 0.0,
-            "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
-            "response_length": sum(len(s.response_ids) for s in samples) / len(samples),
-            "micro_batches": float(len(batches)),
-            "padding_share": padding_share(batches),
-        }
+                sums["grad_norm"] = grad_norm
+        return sums
+
+    def _accumulate(
+        self, batches: list[MicroBatch], data: UpdateRows, counts: LossCounts, sums: dict[str, float] | None
+    ) -> bool:
+        """Backward every micro-batch's share of the loss, adding its metrics to ``sums`` when given; whether
+        every share was finite."""
+        start, finite = 0, True
+        for batch in batches:
+            part = data.part(slice(start, start + len(batch.rows)))
+            start += len(batch.rows)
+            loss, stats = self._micro_batch_loss(batch, part, counts)
+            finite = finite and bool(torch.isfinite(loss))
+            loss.backward()  # even when non-finite: the step is dropped below, after every rank's passes
+            if sums is not None:
+                for name, value in stats.items():
+                    sums[name] = sums.get(name, 0.0) + float(value)
+        return finite
+
+    def _optimizer_step(self, finite: bool, step: int) -> float | None:
+        """Sum the gradients over ranks, clip them and step AdamW; the gradient norm, or ``None`` (gradients
+        dropped, step reported skipped) when a rank's loss or the norm is non-finite."""
+        parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
+        if self.dist.sum([0.0 if finite else 1.0])[0] > 0:
+            self.optimizer.zero_grad(set_to_none=True)
+            print(f"step {step}: non-finite loss; step skipped")
+            return None
+        self.dist.sum_gradients(parameters)
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.config.optim.grad_clip)
+        if isinstance(grad_norm, DTensor):
+            grad_norm = grad_norm.full_tensor()
+        if not torch.isfinite(grad_norm):
+            self.optimizer.zero_grad(set_to_none=True)
+            print(f"step {step}: non-finite gradient norm; step skipped")
+            return None
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(grad_norm)
 
     def _micro_batch_loss(
-        self, batch: MicroBatch, data: dict[str, Tensor | None], counts: dict[str, int]
+        self, batch: MicroBatch, data: MicroRows, counts: LossCounts
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """This micro-batch's share of the whole batch's loss, and its share of the metrics' sums."""
         algo = self.config.algorithm
         scores = response_scores(self.policy, batch, self.config.rollout.temperature, with_entropy=True)
-        logprob = rows(list(scores.logprobs.split(batch.response_lengths)))
+        logprob = pad_rows(list(scores.logprobs.split(batch.response_lengths)))
         device = logprob.device
-        mask, advantages = data["mask"].to(device), data["advantages"].to(device)
-        old = data["old"].to(device) if data["old"] is not None else logprob.detach()
-        loss, stats = policy_loss(
+        mask, advantages = data.mask.to(device), data.advantages.to(device)
+        old = data.old.to(device) if data.old is not None else logprob.detach()
+        loss, stats = self.policy_loss(
             old,
             logprob,
             advantages,
@@ -225,14 +311,14 @@ class PolicyUpdate:
             clip_high=algo.clip_high,
             dual_clip=algo.dual_clip,
             mode=algo.loss_mode,
-            **counts,
+            **counts.kwargs(),
         )
-        token_mean = {"mode": "token-mean", "global_tokens": counts["global_tokens"]}
-        token_entropy = rows(list(scores.entropy.split(batch.response_lengths)))
-        roles = (self.roles, data["row_roles"].to(device), mask, old, logprob, advantages, token_entropy)
+        token_mean = {"mode": "token-mean", "global_tokens": counts.global_tokens}
+        token_entropy = pad_rows(list(scores.entropy.split(batch.response_lengths)))
+        roles = (self.roles, data.roles.to(device), mask, old, logprob, advantages, token_entropy)
         role_shares = role_metrics.token_shares(
             *roles,
-            data["role_tokens"].tolist(),
+            data.role_tokens.tolist(),
             clip_low=algo.clip_low,
             clip_high=algo.clip_high,
             dual_clip=algo.dual_clip,
@@ -245,10 +331,12 @@ class PolicyUpdate:
             **role_shares,
         }
         if algo.entropy_coef:
-            loss = loss - algo.entropy_coef * aggregate(token_entropy, mask, algo.loss_mode, **counts)
-        if data["ref"] is not None:
-            per_token = kl(logprob, data["ref"].to(device), algo.kl_kind)
-            loss = loss + algo.kl_coef * aggregate(per_token, mask, algo.loss_mode, **counts)
+            loss = loss - algo.entropy_coef * aggregate(
+                token_entropy, mask, algo.loss_mode, **counts.kwargs()
+            )
+        if data.ref is not None:
+            per_token = kl(logprob, data.ref.to(device), algo.kl_kind)
+            loss = loss + algo.kl_coef * aggregate(per_token, mask, algo.loss_mode, **counts.kwargs())
             metrics["kl"] = aggregate(per_token.detach(), mask, **token_mean)
         if self.critic is not None:
             value_loss = self._value_loss(batch, data, mask, counts)
@@ -264,13 +352,11 @@ class PolicyUpdate:
             zero = zero + response_values(self.critic, batch).sum() * 0.0
         zero.backward()
 
-    def _value_loss(
-        self, batch: MicroBatch, data: dict[str, Tensor | None], mask: Tensor, counts: dict[str, int]
-    ) -> Tensor:
+    def _value_loss(self, batch: MicroBatch, data: MicroRows, mask: Tensor, counts: LossCounts) -> Tensor:
         """PPO's clipped value loss, ``0.5 * max((V - R)^2, (clip(V, V_old +- c) - R)^2)``, token-mean."""
-        values = rows(list(response_values(self.critic, batch).split(batch.response_lengths)))
-        old, returns = data["values"].to(values.device), data["returns"].to(values.device)
+        values = pad_rows(list(response_values(self.critic, batch).split(batch.response_lengths)))
+        old, returns = data.values.to(values.device), data.returns.to(values.device)
         clip = self.config.algorithm.value_clip
         clipped = old + (values - old).clamp(-clip, clip)
         per_token = 0.5 * torch.maximum((values - returns).square(), (clipped - returns).square())
-        return aggregate(per_token, mask, "token-mean", global_tokens=counts["global_tokens"])
+        return aggregate(per_token, mask, "token-mean", global_tokens=counts.global_tokens)

@@ -2,7 +2,8 @@
 
 This is the generation core shared by the ``local/`` Inspect provider and the trainer's rollout engine::
 
-    from harness.providers.generation import Sampling, generate, render_prompt
+    from harness.chat_template import render_prompt
+    from harness.providers.generation import Sampling, generate
 
     prompt = render_prompt(tokenizer, [{"role": "user", "content": "2+2?"}])
     [done] = generate(model, tokenizer, [prompt], Sampling(max_tokens=64, temperature=0.6, top_p=0.95, seed=1))
@@ -80,48 +81,6 @@ class Completion:
     """Per-token logprobs of ``response_ids`` under the unmodified model distribution."""
     top_logprobs: list[list[tuple[int, float]]] | None = None
     """For each response position, the ``top_logprobs`` most likely ``(token_id, logprob)`` pairs, if asked."""
-
-
-def render_prompt(
-    tokenizer: Any,
-    messages: list[dict[str, Any]],
-    *,
-    tools: list[dict[str, Any]] | None = None,
-    chat_template: str | None = None,
-    **template_kwargs: Any,
-) -> list[int]:
-    """Token ids of ``messages`` rendered with the chat template (the tokenizer's own unless one is given)."""
-    if chat_template is None and not getattr(tokenizer, "chat_template", None):
-        raise ValueError(
-            f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has no chat template; give one "
-            "(-M chat_template=FILE, or chat_template: in checkpoints.yaml)"
-        )
-    encoded = tokenizer.apply_chat_template(
-        messages,
-        tools=tools or None,
-        chat_template=chat_template,
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=True,
-        **template_kwargs,
-    )
-    return list(encoded["input_ids"])
-
-
-PROBE_TOOL = "mara_probe_tool"
-
-
-def template_renders_tools(tokenizer: Any, **template_kwargs: Any) -> bool:
-    """Whether the tokenizer's chat template writes the ``tools`` it is given into the prompt."""
-    probe = {"type": "function", "function": {"name": PROBE_TOOL, "description": "", "parameters": {}}}
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "hi"}],
-        tools=[probe],
-        add_generation_prompt=True,
-        tokenize=False,
-        **template_kwargs,
-    )
-    return PROBE_TOOL in text
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:

@@ -55,6 +55,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
+from harness.chat_template import render_prompt, template_renders_tools
 from harness.prerequisites import one_line_errors
 from harness.providers.backends import choose_backend
 from harness.providers.batching import RequestBatcher
@@ -64,8 +65,6 @@ from harness.providers.generation import (
     Sampling,
     context_length,
     generate,
-    render_prompt,
-    template_renders_tools,
     unmergeable_cache_reason,
 )
 from harness.providers.loading import LoadedModel, default_device, load_checkpoint

@@ -143,7 +143,7 @@ def sample_options(
 ) -> dict[str, Any]:
     """The options one sample's run gets: ``options``, plus the sample's answer-format instruction (metadata
     ``instruction``, set by the benchmark loader) as ``system_prompt`` when the system takes one and none was
-    given. Evaluation (``system_solver``) and training (``trainer.benchmark_task``) both build a run this way."""
+    given. Evaluation (``system_solver``) and training (``trainer.tasks.benchmark``) both build a run this way."""
     if _gets_instruction(spec, options, metadata):
         return {**options, "system_prompt": (metadata or {})[INSTRUCTION_KEY]}
     return dict(options)

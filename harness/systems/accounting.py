@@ -2,10 +2,11 @@
 and papers read, python calls and, when every model that answered has a price, US dollars.
 
 ``account(episode, roles, tools, prices)`` counts an Episode; ``accounting_scorer(roles, tools)`` reports those
-counts per question as Inspect metrics (mean per question across the eval), next to the judge's scores. A page read
-is a ``browse`` call that returned text (MARS reads result pages that way; react and MATPO's worker browse
-themselves); one that read a ``scholar`` result counts as a paper (table 6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model name),
-a small table to edit; a model without an entry leaves ``cost_usd`` blank (NaN), never zero.
+counts as Inspect metrics (the mean per attempt, one attempt being one question in one epoch, and totals over the
+whole eval), next to the judge's scores. A page read is a ``browse`` call that returned text (MARS reads result pages
+that way; react and MATPO's worker browse themselves); one that read a ``scholar`` result counts as a paper (table
+6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model
+name), a small table to edit; a model without an entry leaves ``cost_usd`` blank (NaN), never zero.
 """
 
 from __future__ import annotations
@@ -117,18 +118,33 @@ def account(
     return counts
 
 
-@metric
-def per_question_means() -> Metric:
-    """The mean of every counted quantity over the questions that have a value (NaN -- an unpriced model's cost --
-    is left out; a quantity no question has is NaN)."""
+TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
+"""The quantities also reported summed over every attempt of the eval, as ``total_<key>``."""
+
+
+@metric(scores="unreduced")
+def per_attempt_means_and_totals() -> Metric:
+    """Every counted quantity's mean per attempt, and ``total_<key>`` sums over all attempts for ``TOTALLED_KEYS``.
+
+    An attempt is one question in one epoch: with ``--epochs k`` each of the k runs of a question was paid for, so
+    the metric takes the unreduced scores (one per question per epoch) and never the epoch reducer's mean/mode/max,
+    which would make a cost look like a correctness score. A mean leaves out NaN values (an unpriced model's cost);
+    a quantity no attempt has is NaN, and a total is NaN as soon as one attempt's value is unknown.
+    """
 
     def compute(scores: list[SampleScore]) -> Value:
-        keys = dict.fromkeys(key for s in scores if isinstance(s.score.value, dict) for key in s.score.value)
-        result = {}
+        counted = [s.score.value for s in scores if isinstance(s.score.value, dict)]
+        keys = dict.fromkeys(key for value in counted for key in value)
+        result: dict[str, float] = {}
         for key in keys:
-            values = [float(s.score.value[key]) for s in scores if isinstance(s.score.value, dict)]
+            values = [float(value[key]) for value in counted if key in value]
             known = [value for value in values if not math.isnan(value)]
             result[key] = sum(known) / len(known) if known else math.nan
+        for key in TOTALLED_KEYS:
+            if key in keys:
+                values = [float(value[key]) for value in counted if key in value]
+                result[f"total_{key}"] = sum(values)
+        result["attempts"] = len(counted)
         return result
 
     return compute
@@ -138,7 +154,7 @@ def accounting_scorer(roles: Sequence[str], tools: Sequence[str]) -> Scorer:
     """An Inspect scorer reporting ``account`` for each sample's Episode (samples without one count nothing)."""
     keys = account_keys(roles, tools)
 
-    @scorer(metrics=[per_question_means()], name="accounting")
+    @scorer(metrics=[per_attempt_means_and_totals()], name="accounting")
     def accounting() -> Scorer:
         async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
             stored = state.store.get(EPISODE_KEY)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from copy import deepcopy
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, Self
 
@@ -164,7 +165,18 @@ class Episode:
         return [c for c in self.calls if c.role == role]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The Episode as plain data, equal to ``dataclasses.asdict(self)`` and as independent of it, built without
+        ``asdict``'s recursion into every token id and logprob (a rollout's Episodes hold thousands)."""
+        return {
+            "system": self.system,
+            "question": self.question,
+            "calls": [_call_dict(call) for call in self.calls],
+            "tool_calls": [{**vars(tool), "arguments": deepcopy(tool.arguments)} for tool in self.tool_calls],
+            "intermediate_answers": deepcopy(self.intermediate_answers),
+            "final_answer": self.final_answer,
+            "answers": dict(self.answers),
+            "meta": deepcopy(self.meta),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
@@ -172,6 +184,24 @@ class Episode:
         tools = [ToolCall(**t) for t in data.get("tool_calls", [])]
         rest = {k: v for k, v in data.items() if k not in ("calls", "tool_calls")}
         return cls(**rest, calls=calls, tool_calls=tools)
+
+
+def _call_dict(call: ModelCall) -> dict[str, Any]:
+    reply = call.reply
+    token_lists = {
+        name: None if values is None else list(values)
+        for name, values in (
+            ("prompt_ids", reply.prompt_ids),
+            ("response_ids", reply.response_ids),
+            ("logprobs", reply.logprobs),
+        )
+    }
+    return {
+        **vars(call),
+        "messages": deepcopy(call.messages),
+        "reply": {**vars(reply), **token_lists},
+        "meta": deepcopy(call.meta),
+    }
 
 
 class EpisodeRecorder:

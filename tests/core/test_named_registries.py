@@ -9,8 +9,8 @@ from harness.protocols import get_protocol
 from harness.systems import get_system
 from judges.named import lookup, unknown_name
 from judges.registry import get_judge
-from trainer.advantages import ADVANTAGE_ESTIMATORS
-from trainer.losses import POLICY_LOSSES
+from trainer.estimators import advantage_estimator
+from trainer.losses import get_policy_loss
 from trainer.methods import get_method
 
 
@@ -30,8 +30,8 @@ def test_lookup_returns_the_entry_and_names_the_closest_valid_one():
         (get_protocol, "protocol", "matp", "matpo"),
         (get_benchmark, "benchmark", "bamboogle2", "bamboogle"),
         (get_method, "algorithm.method", "grop", "grpo"),
-        (ADVANTAGE_ESTIMATORS.__getitem__, "advantage estimator", "grpo2", "grpo"),
-        (POLICY_LOSSES.__getitem__, "policy loss", "ppo2", "ppo"),
+        (advantage_estimator, "advantage estimator", "grpo2", "grpo"),
+        (get_policy_loss, "policy loss", "ppo2", "ppo"),
     ],
 )
 def test_every_registry_words_an_unknown_name_alike(find, kind, typo, closest):

@@ -12,13 +12,13 @@ import torch
 from _completions import assert_same_completion
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
+from harness.chat_template import render_prompt
 from harness.providers.batching import RequestBatcher
 from harness.providers.generation import (
     Completion,
     DecodeBatch,
     Sampling,
     generate,
-    render_prompt,
     unmergeable_cache_reason,
 )
 from harness.providers.scheduler import ContinuousBatcher

@@ -10,7 +10,8 @@ import time
 import pytest
 from _completions import assert_same_completion
 
-from harness.providers.generation import DecodeBatch, Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import DecodeBatch, Sampling, generate
 from harness.providers.scheduler import ContinuousBatcher
 
 

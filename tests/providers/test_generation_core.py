@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.providers.generation import PromptTooLongError, Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import PromptTooLongError, Sampling, generate
 
 QUESTIONS = [
     "What is 2+2?",

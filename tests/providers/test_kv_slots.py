@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from _completions import assert_same_completion
 
-from harness.providers.generation import DecodeBatch, Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import DecodeBatch, Sampling, generate
 from harness.providers.kv_slots import OwnCache, SlotCache
 
 QUESTIONS = ["x", "What is 2+2?", "Name three primes.", "Find 2^10 and explain.", "Hi", "What is 7 * 6?"]

@@ -23,7 +23,8 @@ from inspect_ai.scorer import includes
 from inspect_ai.solver import generate as generate_solver
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
 
-from harness.providers.generation import Completion, Sampling, generate, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import Completion, Sampling, generate
 from harness.providers.local_api import choose_backend
 from harness.systems.inspect_adapter import reply_from_output
 

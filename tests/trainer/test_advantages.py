@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.advantages import ADVANTAGE_ESTIMATORS, broadcast, gae, grpo, resample_to, whiten
+from trainer.advantages import broadcast, gae, grpo, resample_to, whiten
 
 # Rows 0-3: question q, role solver, rewards 1 0 1 0 (mean 0.5, every deviation ±0.5).
 # Rows 4-5: question q, role verifier, rewards 2 2 (all equal). Row 6: question r alone (a singleton).
@@ -153,10 +153,3 @@ def test_resample_is_reproducible_and_exact_when_sizes_match():
     assert resample_to([4, 2, 7], 3).tolist() == [4, 2, 7]
     with pytest.raises(ValueError, match="empty"):
         resample_to([], 2)
-
-
-def test_estimators_are_registered_by_name():
-    assert ADVANTAGE_ESTIMATORS["grpo"] is grpo
-    assert ADVANTAGE_ESTIMATORS["gae"] is gae
-    with pytest.raises(ValueError, match="unknown advantage estimator 'rloo'; valid: broadcast, gae, grpo"):
-        ADVANTAGE_ESTIMATORS["rloo"]

@@ -13,12 +13,12 @@ from _fake_grader import FakeGrader
 import harness.systems
 import judges.cores
 import judges.scorers
-import trainer.benchmark_task
 import trainer.rewards
+import trainer.tasks.benchmark
 from harness.datasets import load_benchmark
 from harness.systems.types import Episode
-from trainer.benchmark_task import benchmark_task
 from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
+from trainer.tasks.benchmark import benchmark_task
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_training_split_loads_through_the_harness_loader(musique_train, monkeypa
 
 
 def test_prompts_are_built_by_the_evaluation_tasks_own_function(musique_train):
-    assert trainer.benchmark_task.sample_options is harness.systems.sample_options
+    assert trainer.tasks.benchmark.sample_options is harness.systems.sample_options
     task = benchmark_task("musique", data=str(musique_train), judge="lexical")
     item = task.items[0]
     assert item["question"] == "Who founded company 0?" and item["answer"] == ["Founder 0", "F0"]

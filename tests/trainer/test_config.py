@@ -68,7 +68,10 @@ def test_mistyped_value_names_the_field(tmp_path):
             "algorithm.marsrl.agents: must be <= 5, got 7",
         ),
         ("model: 3\n", "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, path"),
-        ("task: {factory: trainer.toy}\n", "task.factory: 'trainer.toy' is not 'module:function'"),
+        (
+            "task: {factory: trainer.tasks.toy}\n",
+            "task.factory: 'trainer.tasks.toy' is not 'module:function'",
+        ),
     ],
 )
 def test_out_of_range_and_mistyped_values_are_refused_at_load(tmp_path, text, expected):
@@ -91,7 +94,11 @@ def test_out_of_range_and_mistyped_values_are_refused_at_load(tmp_path, text, ex
         ("rollout: {scheduler: dynamic}\n", "rollout.scheduler: 'dynamic' is not a valid choice"),
         (
             "algorithm: {advantage: ppo}\n",
-            "algorithm.advantage: 'ppo' is not a valid choice; choose one of grpo, gae",
+            "algorithm.advantage: unknown advantage estimator 'ppo'; valid: gae, grpo",
+        ),
+        (
+            "algorithm: {policy_loss: clip}\n",
+            "algorithm.policy_loss: unknown policy loss 'clip'; valid: ppo",
         ),
         (
             "algorithm: {method: mars_rl}\n",

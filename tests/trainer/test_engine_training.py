@@ -11,7 +11,7 @@ import torch
 
 from trainer.config import RolloutConfig
 from trainer.engine import Trainer
-from trainer.toy import ToyTask
+from trainer.tasks.toy import ToyTask
 
 
 def _params(trainer: Trainer) -> list[torch.Tensor]:
@@ -94,14 +94,13 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    import trainer.update as update
+    from trainer.losses import POLICY_LOSSES, policy_loss
 
     def nan_loss(*args, **kwargs):
-        loss, stats = real_policy_loss(*args, **kwargs)
+        loss, stats = policy_loss(*args, **kwargs)
         return loss * math.nan, stats
 
-    real_policy_loss = update.policy_loss
-    monkeypatch.setattr(update, "policy_loss", nan_loss)
+    monkeypatch.setitem(POLICY_LOSSES, "ppo", nan_loss)
     trainer = Trainer(toy_config, tmp_path)
     before = _params(trainer)
     metrics = trainer.train_step()

@@ -102,7 +102,7 @@ def test_system1_rows_are_duplicated_up_to_g_and_absent_system1_trains_system2_a
 
 def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path, tiny_tokenizer):
     task = TaskConfig(
-        factory="trainer.methods.lookup:lookup_task",
+        factory="trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},  # "What is the capital of Arvena?": exact match with "Lomir" is the reward
         system="mars",
         system_options={"max_turns": 2},

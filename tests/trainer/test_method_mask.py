@@ -72,7 +72,7 @@ def test_every_call_is_one_sample_rewarded_on_its_own(tiny_tokenizer):
 
 def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, tmp_path):
     task = TaskConfig(
-        factory="trainer.methods.lookup:lookup_task",
+        factory="trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},
         system="mask",
         system_options={"max_iterations": 1, "answer_every_turn": True},

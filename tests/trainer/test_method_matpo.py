@@ -95,7 +95,7 @@ def test_worker_rows_get_their_planners_scalar_advantage_on_their_own_masks(samp
 
 def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     task = TaskConfig(
-        factory="trainer.methods.lookup:lookup_task",
+        factory="trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},
         system="matpo",
         system_options={"max_turns": 2, "worker_max_turns": 1},

@@ -104,3 +104,26 @@ def test_unknown_sampling_setting_is_named(tiny_model, tiny_tokenizer):
     chat = PolicyChat(tiny_model, tiny_tokenizer)
     with pytest.raises(ValueError, match=r"unknown sampling settings \['max_new_tokens'\]"):
         asyncio.run(chat("solver", [{"role": "user", "content": "hi"}], max_new_tokens=3))
+
+
+def test_a_groups_repeated_prompt_is_rendered_once_and_each_reply_owns_its_ids(
+    tiny_model, tiny_tokenizer, monkeypatch
+):
+    renders = []
+    real_render = policy_module.render_prompt
+
+    def counting_render(tokenizer, messages, **kwargs):
+        renders.append(messages[-1]["content"])
+        return real_render(tokenizer, messages, **kwargs)
+
+    monkeypatch.setattr(policy_module, "render_prompt", counting_render)
+    chat = PolicyChat(tiny_model, tiny_tokenizer, defaults=Sampling(max_tokens=2))
+    questions = [[{"role": "user", "content": f"What is {i % 2}?"}] for i in range(8)]
+
+    async def ask_all():
+        return await asyncio.gather(*[chat("solver", q) for q in questions])
+
+    replies = asyncio.run(ask_all())
+    assert sorted(renders) == ["What is 0?", "What is 1?"]
+    assert replies[0].prompt_ids == replies[2].prompt_ids == real_render(tiny_tokenizer, questions[0])
+    assert replies[0].prompt_ids is not replies[2].prompt_ids

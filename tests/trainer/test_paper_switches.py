@@ -10,7 +10,7 @@ from test_method_marsrl import RIGHT, SAYS_CORRECT, vc_episode
 
 from trainer.config import MarsRLConfig, TaskConfig
 from trainer.engine import Trainer
-from trainer.toy import ToyTask
+from trainer.tasks.toy import ToyTask
 
 
 def test_marsrl_vc_trains_only_the_verifier_and_corrector(tiny_model_dir, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from harness.providers.batching import RequestBatcher
 from harness.providers.generation import PromptTooLongError, Sampling
 from trainer.config import ConfigError, RolloutConfig, TrainConfig, from_dict
 from trainer.policy import PolicyChat
@@ -72,6 +73,8 @@ def test_next_call_joins_the_running_batch_and_replies_match_static(tiny_model, 
         torch.testing.assert_close(
             torch.tensor(ours.logprobs), torch.tensor(theirs.logprobs), atol=1e-5, rtol=0
         )
+    # the static scheduler is the local provider's: the first call and the long row together, then the second
+    assert isinstance(static.static, RequestBatcher) and static.static.batch_sizes == [2, 1]
 
 
 def test_unseeded_sampling_repeats_under_the_same_torch_seed(tiny_model, tiny_tokenizer):

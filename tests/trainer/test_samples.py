@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.chat_template import render_prompt
 from harness.systems.types import Episode, ModelCall, Reply
-from trainer.samples import Sample, render, samples_from_episode
+from trainer.samples import Sample, samples_from_episode
 
 
 def _call(id_, role, messages, text, parent=None, response_ids=None):
@@ -15,7 +16,7 @@ def _call(id_, role, messages, text, parent=None, response_ids=None):
 
 
 def _rerender_to_last_eos(tokenizer, messages):
-    ids = render(tokenizer, messages)
+    ids = render_prompt(tokenizer, messages, add_generation_prompt=False)
     last_eos = max(i for i, t in enumerate(ids) if t == tokenizer.eos_token_id)
     return ids[: last_eos + 1]
 
@@ -25,7 +26,7 @@ def test_single_turn_sample_is_prompt_plus_reply(tiny_tokenizer):
     messages = [{"role": "user", "content": "What is 3?"}]
     episode = Episode(system="direct", question="q", calls=[_call(0, "solver", messages, "The answer is 7.")])
     (sample,) = samples_from_episode(episode, tok, group_key="q1", reward=1.0)
-    assert sample.prompt_ids == render(tok, messages, add_generation_prompt=True)
+    assert sample.prompt_ids == render_prompt(tok, messages)
     assert sample.input_ids == _rerender_to_last_eos(
         tok, [*messages, {"role": "assistant", "content": "The answer is 7."}]
     )
@@ -36,7 +37,7 @@ def test_single_turn_sample_is_prompt_plus_reply(tiny_tokenizer):
 
 def test_a_single_turn_sample_takes_the_prompt_ids_the_policy_was_given(tiny_tokenizer):
     messages = [{"role": "user", "content": "What is 3?"}]
-    given = [*render(tiny_tokenizer, messages, add_generation_prompt=True), 9]  # e.g. a template of its own
+    given = [*render_prompt(tiny_tokenizer, messages), 9]  # e.g. a template of its own
     reply = Reply(text="7", prompt_ids=given, response_ids=[5, tiny_tokenizer.eos_token_id])
     call = ModelCall(id=0, role="solver", messages=messages, reply=reply)
     (sample,) = samples_from_episode(Episode(system="direct", question="q", calls=[call]), tiny_tokenizer)
@@ -96,3 +97,33 @@ def test_generated_ids_are_used_verbatim_and_truncated_reply_has_no_eos(tiny_tok
 def test_mismatched_lengths_are_rejected():
     with pytest.raises(ValueError, match="loss_mask has 1 entries but response_ids has 2"):
         Sample(prompt_ids=[1], response_ids=[2, 3], loss_mask=[1])
+
+
+def test_a_re_rendered_multi_turn_sample_holds_the_exact_prompt_ids_the_policy_generated_from(
+    tiny_model_dir, tiny_tokenizer
+):
+    import asyncio
+
+    from transformers import AutoModelForCausalLM
+
+    import harness.providers.local_api as local_api
+    import trainer.samples as samples
+    from harness.providers.generation import Sampling
+    from trainer.policy import PolicyChat
+
+    assert local_api.render_prompt is samples.render_prompt  # generation and training: one renderer
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "capital?"},
+        {"role": "assistant", "content": "search Paris"},
+        {"role": "tool", "content": "Paris is the capital."},
+    ]
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    chat = PolicyChat(model, tiny_tokenizer, defaults=Sampling(max_tokens=3, seed=0), scheduler="static")
+    reply = asyncio.run(chat("agent", messages))
+    call = _call(
+        0, "agent", messages, reply.text, response_ids=reply.response_ids
+    )  # no prompt_ids: re-rendered
+    (sample,) = samples_from_episode(Episode(system="react", question="q", calls=[call]), tiny_tokenizer)
+    assert sample.input_ids[: len(reply.prompt_ids)] == reply.prompt_ids
+    assert sample.input_ids[len(reply.prompt_ids) :] == reply.response_ids

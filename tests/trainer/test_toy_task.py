@@ -7,7 +7,7 @@ import re
 import pytest
 
 from harness.systems.types import Episode
-from trainer.toy import NUMBER_FIRST, addition_task, reply_reward
+from trainer.tasks.toy import NUMBER_FIRST, addition_task, reply_reward
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.providers.generation import Completion, Sampling, render_prompt
+from harness.chat_template import render_prompt
+from harness.providers.generation import Completion, Sampling
 from trainer.engine import Trainer
 from trainer.policy import PolicyChat
 from trainer.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs

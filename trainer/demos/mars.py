@@ -1,5 +1,5 @@
 """MARS's demonstration policy (System 2 and System 1) for look-up questions over a corpus
-(``trainer.methods.lookup``); replies are kept short so that a tiny model reproduces them intact.
+(``trainer.tasks.lookup``); replies are kept short so that a tiny model reproduces them intact.
 
 * System 2, first turn: one ``search`` tool call with its purpose (the query also matches other countries'
   passages, so System 1's bin holds distractors); later turns:

@@ -1,5 +1,5 @@
 """M-ASK's demonstration policy (plan, search, summary, update, answer) for look-up questions over a corpus
-(``trainer.methods.lookup``), in the tags ``harness.systems.mask`` parses; replies are kept short so that a tiny
+(``trainer.tasks.lookup``), in the tags ``harness.systems.mask`` parses; replies are kept short so that a tiny
 model reproduces them intact. The answer tag and the empty search history follow the system's prompt version.
 
 * Plan: one sub-question (the country) with an unknown answer, or -- with probability ``PLAN_RECALL``, as a model

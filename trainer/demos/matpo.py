@@ -1,5 +1,5 @@
 """MATPO's demonstration policy (planner and worker) for look-up questions over a corpus
-(``trainer.methods.lookup``), in the paper's MCP tool-call format (``harness.systems.matpo``); replies are kept
+(``trainer.tasks.lookup``), in the paper's MCP tool-call format (``harness.systems.matpo``); replies are kept
 short so that a tiny model reproduces them intact.
 
 * Planner, first turn: delegates the country as its subtask through ``search_and_browse``; later turns:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from harness.systems.types import Message
-from trainer.methods.lookup import CAPITALS
+from trainer.tasks.lookup import CAPITALS
 
 _COUNTRY = re.compile(r"capital of (\w+)")
 

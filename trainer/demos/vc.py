@@ -1,5 +1,5 @@
 """The V-C system's demonstration policy (MarsRL's Solver, Verifier and Corrector) for questions with a known
-numeric answer (``trainer.toy.addition_task``).
+numeric answer (``trainer.tasks.toy.addition_task``).
 
 * Solver: ``\\boxed{answer}``, right with probability ``SOLVER_SKILL`` (else off by 1 to 3);
 * Verifier: restates the judged answer, then the ``Correctness`` field the V-C parser reads: the true verdict with

@@ -22,9 +22,7 @@ METHODS: dict[str, Method] = {
 
 def get_method(name: str) -> Method:
     """The method registered as ``name``; an unknown name raises a ValueError listing the known ones."""
-    return named.lookup(
-        METHODS, name, "algorithm.method"
-    )  # `lookup` here would be the trainer.methods.lookup module
+    return named.lookup(METHODS, name, "algorithm.method")
 
 
 __all__ = ["METHODS", "GroupNorm", "Method", "concatenate", "get_method", "group_advantages"]

@@ -1,8 +1,8 @@
 """What a training method is, and the sample plumbing every method shares.
 
 A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
-estimator the engine runs on them (``estimator``), and -- when its advantages are not the engine's plain GRPO over
-``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
+estimator (``trainer.estimators``) the recipe must choose for it (``estimator``), and -- when its advantages are not
+the estimator's plain GRPO over ``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
 finite; it may also change the set of rows, as MARS's balanced sampling does). A method may also sample a
 question's episodes itself (``rollout``: MarsRL's grouped agentic rollouts branch inside the V-C system) instead
 of the engine's ``rollout.group_size`` independent runs of the task's system.
@@ -23,7 +23,7 @@ from torch import Tensor
 
 from harness.systems.types import Chat, Episode, ModelCall
 from trainer.advantages import grpo
-from trainer.config import TrainConfig
+from trainer.config import AlgorithmConfig, TrainConfig
 from trainer.samples import Sample, sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
@@ -37,6 +37,11 @@ class GroupNorm:
     eps: float = 1e-6
     unbiased: bool = True
     normalize_std: bool = True
+
+    @classmethod
+    def of(cls, algo: AlgorithmConfig) -> GroupNorm:
+        """The recipe's ``algorithm.grpo_*`` normalisation."""
+        return cls(eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std)
 
 
 def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:

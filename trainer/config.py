@@ -265,6 +265,9 @@ class WarmupConfig:
     """Scripted runs of the system per question (under MarsRL's grouped rollouts: grouped rollouts)."""
     batch_size: StrictInt = Field(default=16, ge=1)
     """Demonstration samples per fine-tuning step."""
+    critic_steps: StrictInt = Field(default=0, ge=0)
+    """Steps fitting the critic (``algorithm.advantage: gae``) to the demonstrations' returns after the policy's
+    fine-tuning (same ``lr`` and ``batch_size``); 0 leaves the critic's value head as initialised."""
 
 
 @config_dataclass
@@ -308,6 +311,27 @@ class TrainConfig:
             raise ConfigProblem(
                 key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _warmup_fits_the_run(self) -> TrainConfig:
+        from trainer.estimators import advantage_estimator
+
+        if self.warmup.critic_steps and not advantage_estimator(self.algorithm.advantage).needs_critic:
+            raise ConfigProblem(
+                "warmup.critic_steps",
+                f"fits the critic, and algorithm.advantage {self.algorithm.advantage!r} trains none",
+                "remove it, or use algorithm.advantage: gae",
+            )
+        if self.warmup.steps:
+            from trainer.demos import POLICIES
+
+            if self.task.system not in POLICIES:
+                raise ConfigProblem(
+                    "warmup.steps",
+                    f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
+                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(POLICIES))}",
+                )
         return self
 
 

@@ -9,10 +9,13 @@ from _e2e_helpers import assert_every_role_has_signal, score_export, warm_starte
 
 from harness.systems.mask import ROLES
 
+CRITIC_STEPS = 10
+"""A tenth of the recipe's critic fit: the path runs, the test stays as fast (its signal check needs no baseline)."""
+
 
 @pytest.mark.slow
 def test_all_five_mask_agents_train_after_the_cold_start_and_the_export_is_scored(tmp_path):
-    trainer = warm_started("mask-tiny.yaml", tmp_path / "run")
+    trainer = warm_started("mask-tiny.yaml", tmp_path / "run", critic_steps=CRITIC_STEPS)
     assert_every_role_has_signal(trainer, ROLES)
     score_export(
         trainer,

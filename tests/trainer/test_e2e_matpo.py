@@ -9,10 +9,14 @@ from _e2e_helpers import assert_every_role_has_signal, score_export, warm_starte
 
 from harness.systems.matpo import ROLES
 
+COLD_START_STEPS = 30
+"""A quarter of the recipe's cold start: enough for planner and worker rows with a signal (what this test checks),
+not for the intact tool calls a learning run needs (``benchmarks/bench_learning.py``)."""
+
 
 @pytest.mark.slow
 def test_planner_and_worker_train_after_the_cold_start_and_the_export_is_scored(tmp_path):
-    trainer = warm_started("matpo-tiny.yaml", tmp_path / "run")
+    trainer = warm_started("matpo-tiny.yaml", tmp_path / "run", steps=COLD_START_STEPS)
     assert_every_role_has_signal(trainer, ROLES)
     score_export(
         trainer,

@@ -5,6 +5,7 @@ method's own code, so only the scripted replies are trained on; bad ``warmup:`` 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import statistics
 from pathlib import Path
@@ -12,9 +13,19 @@ from pathlib import Path
 import pytest
 
 from harness.systems import get_system
+from harness.systems.types import Episode
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
 from trainer.engine import Trainer
-from trainer.warmup import demo_episodes, demo_samples, role_counts, warm_up
+from trainer.samples import Sample
+from trainer.warmup import (
+    demo_episodes,
+    demo_returns,
+    demo_samples,
+    judged,
+    role_counts,
+    value_regression,
+    warm_up,
+)
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 
@@ -80,3 +91,60 @@ def test_mars_demonstrations_pack_the_search_pages_into_system1_bins(tiny_model_
     [distil] = episode.calls_by_role("system1")
     assert sorted(distil.meta["pages"]) == [0, 1]  # both retrieved passages in one System-1 bin
     assert episode.calls_by_role("system2")[-1].messages[-1]["content"].count(distil.reply.text) == 1
+
+
+def test_demonstration_returns_put_the_reward_on_trained_tokens_discounted_from_the_last():
+    sample = Sample(prompt_ids=[1], response_ids=[5, 6, 7, 8, 9], loss_mask=[1, 1, 0, 1, 0], reward=2.0)
+    [returns] = demo_returns([sample], gamma=0.5)
+    assert returns.tolist() == [0.5, 1.0, 0.0, 2.0, 0.0]
+
+
+def test_the_critic_warm_up_fits_the_demonstration_returns_and_leaves_the_policy_fit_alone(
+    tiny_model_dir, tmp_path
+):
+    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.steps, trainer.config.warmup.batch_size = 2, 8
+    trainer.config.warmup.critic_steps = 6
+    samples = demo_samples(trainer, seed=0)
+    budget = trainer.config.optim.token_budget
+    before = float(value_regression(trainer.critic, samples, budget, gamma=1.0)[0])
+    trainer.critic.zero_grad(set_to_none=True)
+    records = warm_up(trainer)
+    after = float(value_regression(trainer.critic, samples, budget, gamma=1.0)[0])
+    assert [r.model for r in records] == ["policy", "policy"]
+    logged = [json.loads(line)["model"] for line in (tmp_path / "warmup.jsonl").read_text().splitlines()]
+    assert logged == ["policy"] * 2 + ["critic"] * 6
+    assert after < before / 2, (before, after)
+
+
+def test_critic_steps_without_a_critic_fail_at_load():
+    with pytest.raises(ConfigError, match="warmup.critic_steps"):
+        from_dict(
+            TrainConfig, {"algorithm": {"advantage": "grpo"}, "warmup": {"steps": 1, "critic_steps": 5}}
+        )
+
+
+def test_a_warm_up_for_a_system_without_demonstrations_fails_at_load():
+    with pytest.raises(ConfigError, match="warmup.steps: no demonstration policy .* 'direct'"):
+        from_dict(TrainConfig, {"task": {"system": "direct"}, "warmup": {"steps": 10}})
+
+
+def test_demonstrations_are_judged_by_an_asynchronous_judge_and_unscored_ones_dropped():
+    class LLMJudgedTask:
+        """Grades like an LLM judge: asynchronously, ``None`` for an unscored judgement."""
+
+        def __init__(self):
+            self.asked: list[str] = []
+
+        async def grade(self, item, episode):
+            self.asked.append(episode.final_answer)
+            return None if episode.final_answer == "GARBLE" else float(episode.final_answer == item["answer"])
+
+    episodes = [Episode(system="direct", question="q", final_answer=a) for a in ("Lomir", "GARBLE", "Tarsin")]
+    task = LLMJudgedTask()
+    kept = asyncio.run(judged(task, {"answer": "Lomir"}, episodes))
+    assert [e.final_answer for e in kept] == ["Lomir", "Tarsin"]
+    assert task.asked == ["Lomir", "GARBLE", "Tarsin"]
+    assert (
+        asyncio.run(judged(object(), {"answer": "Lomir"}, episodes)) == episodes
+    )  # a rule judge: nothing to ask

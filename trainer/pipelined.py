@@ -38,20 +38,21 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from harness.providers.generation import Sampling
 from harness.systems import run_system
-from harness.systems.types import Episode, Message, ModelCall, Reply
+from harness.systems.types import Episode, Message, Reply
 from trainer import role_metrics
 from trainer.methods import concatenate
 from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
+from trainer.pipeline_units import ChainCalls, Event, Origin, Unit
 from trainer.samples import Sample
 from trainer.scoring import episode_metrics, reward_metrics, training_rows
-from trainer.segments import Behaviour, SegmentedChat
+from trainer.segments import SegmentedChat
 
 if TYPE_CHECKING:
     from trainer.engine import Trainer
@@ -62,51 +63,6 @@ SWITCH_INTERVAL = 1e-4
 """Seconds between the interpreter's thread switches while a pipelined run goes on (Python's default is 5 ms): the
 learner releases the GIL at every torch op, and with the default each op could wait 5 ms for the decoding thread
 to hand it back."""
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a sample comes from: a question, one of its chains, a call of that chain."""
-
-    question: str
-    chain: int
-    call: int
-
-
-@dataclass(frozen=True)
-class Event:
-    """One thing that happened, in order: a call ``answered`` by the sampler, or a sample ``trained`` in a step."""
-
-    kind: Literal["answered", "trained"]
-    origin: Origin
-    role: str
-    step: int | None = None
-
-
-@dataclass(frozen=True)
-class ChainCalls:
-    """Finished calls of one chain released together, with a snapshot of the chain's episode up to them and how
-    the sampler produced each call."""
-
-    chain: int
-    episode: Episode
-    calls: list[ModelCall]
-    behaviours: list[Behaviour]
-
-
-@dataclass
-class Unit:
-    """Whole GRPO groups of one question released to the learner; ``last`` is the question's final release.
-    The learner makes their samples (rewards are judged on the learner's thread: ``math_verify`` times out with
-    signals, which only the main thread has)."""
-
-    item: dict[str, Any]
-    chains: list[ChainCalls]
-    last: bool
-
-    @property
-    def size(self) -> int:
-        return sum(len(chain.calls) for chain in self.chains)
 
 
 @dataclass(eq=False)

@@ -13,7 +13,9 @@ from harness.systems.mars import ROLES
 @pytest.mark.slow
 def test_both_mars_systems_train_after_the_cold_start_and_the_export_is_scored(tmp_path):
     trainer = warm_started("mars-tiny.yaml", tmp_path / "run")
-    assert_every_role_has_signal(trainer, ROLES)
+    # System 1's distillations run concurrently; their order of admission into the decode batch follows the
+    # search calls' completion, so a loaded machine can draw other (tied) groups: allow a few more steps.
+    assert_every_role_has_signal(trainer, ROLES, steps=5)
     score_export(
         trainer,
         "qa.py@bamboogle",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_train_run_metrics import mara_train
 
-from trainer import pipelined
+from trainer import pipeline_units, pipelined
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config, to_dict
 from trainer.engine import Trainer
 from trainer.metrics import read_metrics
@@ -105,7 +105,7 @@ def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
     correctors = [e.origin for e in events if e.kind == "answered" and e.role == "corrector"]
     assert correctors, "no chain reached its Corrector"
     for corrector in correctors:
-        solver = pipelined.Origin(corrector.question, corrector.chain, 0)
+        solver = pipeline_units.Origin(corrector.question, corrector.chain, 0)
         if ("trained", solver) in order:
             assert order["trained", solver] < order["answered", corrector]
 

@@ -111,17 +111,23 @@ def test_dense_build_passages_per_second(benchmark, tmp_path, minilm):
     _report(benchmark, "dense build", "passages", DENSE_PASSAGES, build, bare, "bare MiniLM encode")
 
 
-def test_dense_search_queries_per_second(benchmark, tmp_path, minilm):
-    build_index(_corpus(tmp_path, DENSE_PASSAGES), tmp_path / "dense", model=minilm, progress=False)
-    index, queries = load_index(tmp_path / "dense"), _texts(DENSE_QUERIES, 8, seed=2)
+def _report_search(benchmark, label: str, index, queries: list[str]) -> None:
+    """Batched ``search_many`` against one ``search()`` per query, over the same queries."""
     _report(
         benchmark,
-        "dense search",
+        label,
         "queries",
-        DENSE_QUERIES,
+        len(queries),
         lambda: index.search_many(queries, k=10),
         lambda: [index.search(q, k=10) for q in queries],
         "one search() per query",
+    )
+
+
+def test_dense_search_queries_per_second(benchmark, tmp_path, minilm):
+    build_index(_corpus(tmp_path, DENSE_PASSAGES), tmp_path / "dense", model=minilm, progress=False)
+    _report_search(
+        benchmark, "dense search", load_index(tmp_path / "dense"), _texts(DENSE_QUERIES, 8, seed=2)
     )
 
 
@@ -142,13 +148,4 @@ def test_bm25_build_passages_per_second(benchmark, tmp_path):
 
 def test_bm25_search_queries_per_second(benchmark, tmp_path):
     build_index(_corpus(tmp_path, BM25_PASSAGES), tmp_path / "bm25", kind="bm25", progress=False)
-    index, queries = load_index(tmp_path / "bm25"), _texts(BM25_QUERIES, 4, seed=3)
-    _report(
-        benchmark,
-        "bm25 search",
-        "queries",
-        BM25_QUERIES,
-        lambda: index.search_many(queries, k=10),
-        lambda: [index.search(q, k=10) for q in queries],
-        "one search() per query",
-    )
+    _report_search(benchmark, "bm25 search", load_index(tmp_path / "bm25"), _texts(BM25_QUERIES, 4, seed=3))

@@ -146,9 +146,9 @@ class SegmentedChat:
             self._answer(calls, err)
             return True
         limit = context_length(self.model)
-        done = [call for call in calls if not self._continues(call, limit)]
-        self._carried = [call for call in calls if self._continues(call, limit)]
-        self._answer(done, None)
+        goes_on = [self._continues(call, limit) for call in calls]
+        self._carried = [call for call, more in zip(calls, goes_on, strict=True) if more]
+        self._answer([call for call, more in zip(calls, goes_on, strict=True) if not more], None)
         return True
 
     def _continues(self, call: _Call, limit: int) -> bool:

@@ -280,16 +280,12 @@ class DecodeBatch:
         log_probs = torch.log_softmax(logits, dim=-1)
         tokens = _choose_tokens(logits, [r.sampling for r in self.rows], [r.generator for r in self.rows])
         chosen = log_probs.gather(1, tokens[:, None])[:, 0]
-        tempered = chosen
-        if self.tempered_logprobs:
-            temperatures = [r.sampling.temperature or 1.0 for r in self.rows]
-            scale = torch.tensor(temperatures, device=logits.device, dtype=logits.dtype)[:, None]
-            tempered = torch.log_softmax(logits / scale, dim=-1).gather(1, tokens[:, None])[:, 0]
         ended = torch.isin(tokens, self.eos_ids)
+        columns = [tokens.double(), chosen.double(), ended.double()]
+        if self.tempered_logprobs:
+            columns.append(self._tempered(logits, tokens, chosen).double())
         # one transfer to the host for the whole batch (token ids are exact in float64)
-        token_ids, token_logprobs, token_tempered, token_ended = torch.stack(
-            [tokens.double(), chosen.double(), tempered.double(), ended.double()]
-        ).tolist()
+        token_ids, token_logprobs, token_ended, *token_tempered = torch.stack(columns).tolist()
         most = max(r.top_logprobs for r in self.rows)
         best = log_probs.topk(most, dim=-1) if most else None
         best_ids, best_values = (
@@ -299,7 +295,8 @@ class DecodeBatch:
         for index, row in enumerate(self.rows):
             row.response.append(int(token_ids[index]))
             row.logprobs.append(token_logprobs[index])
-            row.tempered.append(token_tempered[index])
+            if token_tempered:
+                row.tempered.append(token_tempered[0][index])
             if row.top_logprobs:
                 count = row.top_logprobs
                 row.tops.append(list(zip(best_ids[index][:count], best_values[index][:count], strict=True)))
@@ -347,6 +344,15 @@ class DecodeBatch:
         """Remove the rows named by ``keys`` (cancelled requests) from the batch."""
         gone = set(keys)
         self._keep([index for index, row in enumerate(self.rows) if row.key not in gone])
+
+    def _tempered(self, logits: Any, tokens: Any, chosen: Any) -> Any:
+        """The chosen tokens' logprobs at each row's sampling temperature (1 for greedy rows); ``chosen`` (the
+        temperature-1 logprobs) as they are when every row samples at temperature 1."""
+        temperatures = [r.sampling.temperature or 1.0 for r in self.rows]
+        if all(t == 1.0 for t in temperatures):
+            return chosen
+        scale = torch.tensor(temperatures, device=logits.device, dtype=logits.dtype)[:, None]
+        return torch.log_softmax(logits / scale, dim=-1).gather(1, tokens[:, None])[:, 0]
 
     def _keep(self, indices: list[int]) -> None:
         """Keep only the rows at ``indices``: the others' slots are freed; the window starts at the oldest kept

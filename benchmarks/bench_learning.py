@@ -5,17 +5,20 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
 It runs the recipe's cold start (``trainer.warmup``), then ``--steps`` RL steps, and writes ``<out>/roles.jsonl``
-(one line per step: per role its rows, mean reward and rows with a non-zero advantage). It prints, per role, the
-mean reward over the first and the last ``--window`` steps -- what "the role learns" means here: the reward of a
-non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers,
-M-ASK's per-turn F1 gains) rising over training.
+(one line per step: per role its rows, mean reward and rows with a non-zero advantage; the method's own metrics,
+``<method>/...``). It prints, per role, the mean reward over the first and the last ``--window`` steps -- what "the
+role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
+fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
+method metric (MarsRL: ``marsrl/verifier_precision`` and ``verifier_recall`` on wrong solutions,
+``corrector_fix_rate``, ``solver_accuracy``), and the run's wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trainer.config import load_config
@@ -23,39 +26,62 @@ from trainer.engine import Trainer
 from trainer.warmup import role_stats, warm_up
 
 
-def learning_run(recipe: str, out: Path, steps: int) -> list[dict[str, dict[str, float]]]:
-    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``)."""
+@dataclass
+class StepRecord:
+    """One RL step of a learning run: each role's stats and the method's own metrics (absent when undefined)."""
+
+    roles: dict[str, dict[str, float]]
+    method: dict[str, float]
+
+
+def learning_run(recipe: str, out: Path, steps: int) -> list[StepRecord]:
+    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``) and the
+    method's metrics (``<method>/...``)."""
     config = load_config(recipe)
     config.steps = steps
     trainer = Trainer(config, out)
     warm_up(trainer)
+    prefix = f"{config.algorithm.method}/"
     history = []
     with open(out / "roles.jsonl", "w") as log:
         for _ in range(steps):
             metrics = trainer.train_step()
             stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_samples).items()}
-            history.append(stats)
-            log.write(
-                json.dumps({"step": trainer.step - 1, "reward_mean": metrics["reward_mean"], "roles": stats})
-            )
-            log.write("\n")
+            method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
+            history.append(StepRecord(stats, method))
+            row = {
+                "step": trainer.step - 1,
+                "reward_mean": metrics["reward_mean"],
+                "roles": stats,
+                "method": method,
+            }
+            log.write(json.dumps(row) + "\n")
             log.flush()
             rewards = " ".join(f"{role}={stat['reward_mean']:+.2f}" for role, stat in stats.items())
-            print(f"step {trainer.step - 1}: {rewards}", flush=True)
+            shown = " ".join(f"{name.removeprefix(prefix)}={value:.2f}" for name, value in method.items())
+            print(f"step {trainer.step - 1}: {rewards} {shown}".rstrip(), flush=True)
     return history
 
 
-def start_and_end(history: list[dict[str, dict[str, float]]], window: int) -> dict[str, tuple[float, float]]:
+def first_and_last(series: list[float | None], window: int) -> tuple[float, float]:
+    """The mean over the first and over the last ``window`` values of ``series``, skipping the ``None`` ones."""
+    present = [value for value in series if value is not None]
+    return sum(present[:window]) / len(present[:window]), sum(present[-window:]) / len(present[-window:])
+
+
+def start_and_end(history: list[StepRecord], window: int) -> dict[str, tuple[float, float]]:
     """Per role: its mean reward over the first and over the last ``window`` steps in which it had rows."""
-    roles = sorted({role for step in history for role in step})
-    summary = {}
-    for role in roles:
-        rewards = [step[role]["reward_mean"] for step in history if role in step]
-        summary[role] = (
-            sum(rewards[:window]) / len(rewards[:window]),
-            sum(rewards[-window:]) / len(rewards[-window:]),
-        )
-    return summary
+    roles = sorted({role for step in history for role in step.roles})
+    return {
+        role: first_and_last([step.roles.get(role, {}).get("reward_mean") for step in history], window)
+        for role in roles
+    }
+
+
+def method_start_and_end(history: list[StepRecord], window: int) -> dict[str, tuple[float, float]]:
+    """Per method metric: its mean over the first and over the last ``window`` steps in which it was defined."""
+    names = sorted({name for step in history for name in step.method})
+    return {name: first_and_last([step.method.get(name) for step in history], window) for name in names}
 
 
 def main() -> None:
@@ -67,10 +93,14 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path("runs") / f"learning-{Path(args.recipe).stem}"
     out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     history = learning_run(args.recipe, out, args.steps)
-    print(f"{args.recipe}: mean reward per role, first vs last {args.window} steps")
+    minutes = (time.perf_counter() - started) / 60
+    print(f"{args.recipe}: mean reward per role, first vs last {args.window} steps ({minutes:.1f} min)")
     for role, (start, end) in start_and_end(history, args.window).items():
         print(f"  {role:10s} {start:+.3f} -> {end:+.3f}")
+    for name, (start, end) in method_start_and_end(history, args.window).items():
+        print(f"  {name:28s} {start:.3f} -> {end:.3f}")
 
 
 if __name__ == "__main__":

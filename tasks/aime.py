@@ -1,4 +1,5 @@
-"""AIME 2024, AIME 2025 and BeyondAIME, scored by final-answer matching (integers as integers).
+"""AIME 2024, AIME 2025 and BeyondAIME, scored by final-answer matching (integers as integers); and DAPO-Math-17k,
+a math training set (``task.benchmark: dapo_math`` in a training recipe), scored the same way.
 
 Run: ``inspect eval tasks/aime.py@aime2025 --model <model>`` (or ``mara_bench/aime2025``) ``[-T system=direct]
 [-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
@@ -27,3 +28,10 @@ def aime2025() -> Task:
 def beyond_aime() -> Task:
     """BeyondAIME (100 problems, answers up to 8 digits). Dataset: ByteDance-Seed/BeyondAIME · judge: math ·
     protocol: default."""
+
+
+@task
+@benchmark
+def dapo_math() -> Task:
+    """DAPO-Math-17k (about 17k problems, integer answers), a training set: its one split is ``train``. Dataset:
+    open-r1/DAPO-Math-17k-Processed · judge: math · protocol: default."""

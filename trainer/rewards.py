@@ -20,12 +20,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspect_ai.scorer import Target
+
 from judges import cores
 from trainer.task_config import GraderConfig
 
 RULE_JUDGES = ("math", "lexical")
 LLM_JUDGES = ("hle", "simpleqa")
 LEXICAL_METRICS = ("em", "acc", "f1")
+
+
+def gold_text(answer: str | Sequence[str]) -> str:
+    """An item's gold answer as the evaluation scorers read it (Inspect's ``Target.text``): a toy task's answer
+    string as it is, a benchmark item's list of golds joined (one gold: that gold)."""
+    return Target(answer).text
 
 
 def rule_reward(judge: str, response: str, golds: str | Sequence[str], options: dict[str, Any]) -> float:

@@ -82,6 +82,15 @@ def _add_instruction(sample: Sample, spec: BenchmarkSpec) -> None:
         sample.metadata[QUESTION_TEMPLATE_KEY] = load_prompt(spec.question_template)
 
 
+def _unwrap_question(sample: Sample, spec: BenchmarkSpec) -> None:
+    """Remove the source's fixed instruction around the question (``BenchmarkSpec.question_wrapper``) where it has
+    it, so the question is the bare problem."""
+    if spec.question_wrapper is None or not isinstance(sample.input, str):
+        return
+    prefix, suffix = spec.question_wrapper
+    sample.input = sample.input.removeprefix(prefix).removesuffix(suffix).strip()
+
+
 def _samples_from_rows(
     rows: list[Any], *, spec: BenchmarkSpec, origin: str, filters: Sequence[RowFilter]
 ) -> tuple[list[Sample], int]:
@@ -107,6 +116,7 @@ def _samples_from_rows(
         if not all(keep(row) for keep in filters):
             continue
         sample = record_to_sample(row, row_format, origin=origin, row_number=row_number, benchmark=spec.name)
+        _unwrap_question(sample, spec)
         _add_instruction(sample, spec)
         sample_id = str(sample.id)
         if sample_id in first_row_of_id:

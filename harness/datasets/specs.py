@@ -77,6 +77,9 @@ class BenchmarkSpec:
     """The source's training split (``split: train`` in a training recipe), when it publishes one."""
     train_files: tuple[str, ...] = ()
     """Candidate files of the training split inside a data folder, preferred first."""
+    question_wrapper: tuple[str, str] | None = None
+    """The fixed text (prefix, suffix) the source wraps every question in -- its own answer-format instruction --
+    removed where a question carries it, so the question goes out bare in the benchmark's own template."""
 
     def for_split(self, split: str | None) -> BenchmarkSpec:
         """This spec reading ``split``: ``None`` or the evaluation split as it is; ``"train"`` the training split
@@ -94,6 +97,13 @@ class BenchmarkSpec:
 
 
 _FLASHRAG = "RUC-NLPIR/FlashRAG_datasets"
+
+DAPO_WRAPPER = (
+    "Solve the following math problem step by step. The last line of your response should be of the form "
+    "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n",
+    '\n\nRemember to put your answer on its own line after "Answer:".',
+)
+"""DAPO-Math-17k's instruction around every problem (BytedTsinghua-SIA/DAPO-Math-17k ``prompt``)."""
 
 
 def _flashrag(
@@ -174,6 +184,22 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
             row_filter=text_only("file_name"),
             subset=in_gaia_text_103,
+        ),
+        # A training set only (its one split is "train"). MarsRL (seeds/001 §4.1, liushulinle/MarsRL) names no
+        # training set; DAPO-Math-17k (the DAPO paper that seeds/001 cites for BeyondAIME) is the open math RL set
+        # this benchmark offers for `task: {benchmark: dapo_math, judge: math, system: vc}`. open-r1's copy is the
+        # original's distinct problems once each (the original repeats every problem); no commit sha found:
+        # the revision read is recorded at load time.
+        BenchmarkSpec(
+            name="dapo_math",
+            hf_path="open-r1/DAPO-Math-17k-Processed",
+            hf_config="all",
+            split="train",
+            judge="math",
+            instruction="direct_math",
+            local_files=("dapo_math/train.parquet", "dapo_math/train.jsonl"),
+            source_names=("math_dapo",),
+            question_wrapper=DAPO_WRAPPER,
         ),
         # callanwu/WebWalkerQA and google/frames-benchmark: no commit sha found; recorded at load time.
         BenchmarkSpec(

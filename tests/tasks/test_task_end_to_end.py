@@ -28,6 +28,7 @@ TASKS = [
     ("aime.py", "aime2024", "math", 5),
     ("aime.py", "aime2025", "math", 5),
     ("aime.py", "beyond_aime", "math", 5),
+    ("aime.py", "dapo_math", "math", 5),
     ("gaia.py", "gaia", "gaia", 4),
     ("hle.py", "hle", "hle", 5),
     ("frames.py", "frames", "yes_no", 5),

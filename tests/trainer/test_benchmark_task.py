@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from _fake_grader import FakeGrader
+from _method_helpers import run
 
 import harness.systems
 import judges.cores
@@ -16,8 +19,11 @@ import judges.scorers
 import trainer.rewards
 import trainer.tasks.benchmark
 from harness.datasets import load_benchmark
+from harness.datasets.specs import DAPO_WRAPPER
 from harness.systems.types import Episode
 from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
+from trainer.methods.marsrl import agent_rewards, step_metrics
+from trainer.rewards import gold_text
 from trainer.tasks.benchmark import benchmark_task
 
 
@@ -169,3 +175,57 @@ def test_a_mix_of_training_sets_from_one_data_folder(tmp_path):
     assert set(task.provenance) == {"nq", "hotpotqa"}
     with pytest.raises(ValueError, match=r"are judged by \['lexical', 'math'\] by default; set task.judge"):
         benchmark_task(["nq", "aime2025"], data=str(tmp_path))
+
+
+def dapo_rows(problems: list[tuple[str, str]]) -> list[dict]:
+    """Generated rows in DAPO-Math-17k's verl format: the problem in DAPO's instruction as a chat prompt."""
+    prefix, suffix = DAPO_WRAPPER
+    return [
+        {
+            "data_source": "math_dapo",
+            "prompt": [{"content": f"{prefix}{problem}{suffix}", "role": "user"}],
+            "ability": "MATH",
+            "reward_model": {"ground_truth": answer, "style": "rule-lighteval/MATH_v2"},
+            "extra_info": {"index": f"uuid-{i}"},
+        }
+        for i, (problem, answer) in enumerate(problems)
+    ]
+
+
+def test_marsrl_trains_on_a_math_training_set_from_a_data_folder(tmp_path):
+    """``task: {benchmark: dapo_math, split: train, judge: math, system: vc}`` over a generated parquet in the data
+    folder layout: bare problems (DAPO's own instruction removed), and MarsRL's agent rewards read the benchmark's
+    gold list as the math judge's scorer does."""
+    (tmp_path / "dapo_math").mkdir()
+    rows = dapo_rows([("What is 6 * 7?", "42"), ("How many divisors does 12 have?", "6")])
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "dapo_math" / "train.parquet")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        f"task: {{benchmark: dapo_math, data: {tmp_path}, split: train, judge: math, system: vc}}\n"
+        "algorithm: {method: marsrl}\n"
+    )
+    config = load_config(recipe).task
+    task = benchmark_task(config.benchmark, data=config.data, split=config.split, judge=config.judge)
+    item = task.items[0]
+    assert (item["id"], item["question"], item["answer"]) == ("uuid-0", "What is 6 * 7?", ["42"])
+    assert task.provenance["dapo_math"]["source"] == "local"
+    question, options = task.run_input(item, "vc", {})
+    assert (question, options) == ("What is 6 * 7?", {})
+    assert task.reward(item, answered(item["question"], "So \\boxed{42}.")) == 1.0
+
+    # one real V-C run: the Solver is right, Verifier1 says Wrong, Corrector1 is wrong, Verifier2 says Wrong
+    episode = run(
+        "vc",
+        question,
+        {"solver": ["\\boxed{42}"], "verifier": ["Correctness: Wrong"] * 2, "corrector": ["\\boxed{41}"]},
+        accept_after=1,
+        max_iterations=1,
+    )
+    assert list(agent_rewards(episode, gold_text(item["answer"])).values()) == [1.0, -1.0, -1.0, 1.0]
+    # read against the gold list's text "42" (not "['42']"): V1 flagged a right solution, V2 caught C1's error
+    assert step_metrics([item], [[episode]]) == {
+        "marsrl/verifier_precision": (1.0, 2.0),
+        "marsrl/verifier_recall": (1.0, 1.0),
+        "marsrl/corrector_fix_rate": (0.0, 0.0),
+        "marsrl/solver_accuracy": (1.0, 1.0),
+    }

@@ -127,10 +127,12 @@ def test_verifier_precision_recall_and_corrector_fix_rate(chain):
     from trainer.methods.marsrl import step_metrics
 
     # verifiers: V1 flags the wrong solver (caught), V2 flags C1's right answer (false alarm), V2 passes C2;
-    # correctors: C1 fixes the wrong solver answer; C2 revised a right answer (not a fix attempt)
+    # correctors: C1 fixes the wrong solver answer; C2 revised a right answer (not a fix attempt); the one Solver
+    # call is wrong
     metrics = step_metrics([ITEM], [[chain]])
     assert metrics == {
         "marsrl/verifier_precision": (1.0, 2.0),
         "marsrl/verifier_recall": (1.0, 1.0),
         "marsrl/corrector_fix_rate": (1.0, 1.0),
+        "marsrl/solver_accuracy": (0.0, 1.0),
     }

@@ -32,6 +32,7 @@ def test_marsrl_vc_trains_only_the_verifier_and_corrector(tiny_model_dir, tmp_pa
     assert metrics["role/verifier/adv_nonzero_frac"] > 0
     # still measured on every agent's calls: 2 flags, 1 of a wrong solution; the one wrong solution was flagged
     assert (metrics["marsrl/verifier_precision"], metrics["marsrl/verifier_recall"]) == (0.5, 1.0)
+    assert metrics["marsrl/solver_accuracy"] == 0.5  # the untrained Solver: 1 of its 2 answers right
     dump = (tmp_path / "rollouts" / "step_1.jsonl").read_text()
     assert '"role": "solver"' not in dump.split('"samples"')[1]
 

@@ -16,6 +16,7 @@ from harness.systems.types import Message
 from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
 from judges.math import extract_answer
 from trainer.demos.text import last_content
+from trainer.rewards import gold_text
 
 SOLVER_SKILL = 0.5
 VERIFIER_SKILL = 0.75
@@ -36,7 +37,7 @@ def verdict(judged: str | None, answer: str, skill: float, rng: random.Random) -
 
 
 def reply(role: str, messages: list[Message], item: dict[str, Any], rng: random.Random) -> str:
-    answer = str(item["answer"])
+    answer = gold_text(item["answer"])
     if role == SOLVER:
         return solution(answer, SOLVER_SKILL, rng)
     if role == VERIFIER:  # the user message holds the problem, then the judged solution

@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.systems.types import Chat, Episode, ModelCall, VerifierOutcome
 from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
-from judges.math import extract_answer, is_equivalent
+from judges import cores
 from trainer.config import TrainConfig
 from trainer.methods.base import (
     GroupRollout,
@@ -44,14 +44,16 @@ from trainer.methods.base import (
     train_final_reply_only,
 )
 from trainer.methods.marsrl_rollout import GroupedRolloutOutcome, grouped_rollout
+from trainer.rewards import gold_text
 from trainer.samples import Sample
 
 POSITIVE, NEGATIVE = 1.0, -1.0
 
 
 def solution_is_correct(call: ModelCall, reference: str) -> bool:
-    """Whether a Solver/Corrector call's answer (text after ``</think>``) matches the reference (§3.2)."""
-    return is_equivalent(extract_answer(solution_text(call)), reference)
+    """Whether a Solver/Corrector call's answer (text after ``</think>``) matches the reference (§3.2), by the
+    ``math`` judge's own core (``judges.cores.math_verdict``, what scores an evaluation)."""
+    return cores.math_verdict(solution_text(call), reference)[1]
 
 
 def agent_rewards(episode: Episode, reference: str) -> dict[int, float]:
@@ -72,11 +74,16 @@ def agent_rewards(episode: Episode, reference: str) -> dict[int, float]:
     return rewards
 
 
+COUNTS = ("flagged", "wrong", "caught", "to_fix", "fixed", "solved", "solved_right")
+"""The counts ``verification_counts`` keeps per episode."""
+
+
 def verification_counts(episode: Episode, reference: str) -> dict[str, float]:
-    """Counts behind the Verifier's error detection (Figure 5: flagging a wrong solution is the positive class)
-    and the Corrector's fix rate: ``flagged``, ``wrong`` (judged solutions that are wrong), ``caught`` (both),
-    ``to_fix`` (Corrector calls whose input solution was wrong) and ``fixed`` (those whose answer is right)."""
-    counts = dict.fromkeys(("flagged", "wrong", "caught", "to_fix", "fixed"), 0.0)
+    """Counts behind the Verifier's error detection (Figure 5: flagging a wrong solution is the positive class),
+    the Corrector's fix rate and the Solver's accuracy: ``flagged``, ``wrong`` (judged solutions that are wrong),
+    ``caught`` (both), ``to_fix`` (Corrector calls whose input solution was wrong), ``fixed`` (those whose answer
+    is right), ``solved`` (Solver calls) and ``solved_right`` (those whose answer is right)."""
+    counts = dict.fromkeys(COUNTS, 0.0)
     correct = {
         call.id: solution_is_correct(call, reference)
         for call in episode.calls
@@ -92,21 +99,27 @@ def verification_counts(episode: Episode, reference: str) -> dict[str, float]:
         if not correct[VerifierOutcome.of(episode.calls[call.parent].meta).candidate]:
             counts["to_fix"] += 1
             counts["fixed"] += correct[call.id]
+    for call in episode.calls_by_role(SOLVER):
+        counts["solved"] += 1
+        counts["solved_right"] += correct[call.id]
     return counts
 
 
 def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> dict[str, Ratio]:
     """``marsrl/verifier_precision`` (flagged solutions that were wrong), ``marsrl/verifier_recall`` (wrong
-    solutions that were flagged) and ``marsrl/corrector_fix_rate`` (wrong inputs a Corrector made right)."""
-    total = dict.fromkeys(("flagged", "wrong", "caught", "to_fix", "fixed"), 0.0)
+    solutions that were flagged), ``marsrl/corrector_fix_rate`` (wrong inputs a Corrector made right) and
+    ``marsrl/solver_accuracy`` (Solver calls whose answer is right: shown even when ``train_agents`` leaves the
+    Solver's rows out of training, and so out of the ``role/solver/...`` metrics)."""
+    total = dict.fromkeys(COUNTS, 0.0)
     for item, episodes in zip(items, groups, strict=True):
         for episode in episodes:
-            for name, value in verification_counts(episode, str(item["answer"])).items():
+            for name, value in verification_counts(episode, gold_text(item["answer"])).items():
                 total[name] += value
     return {
         "marsrl/verifier_precision": (total["caught"], total["flagged"]),
         "marsrl/verifier_recall": (total["caught"], total["wrong"]),
         "marsrl/corrector_fix_rate": (total["fixed"], total["to_fix"]),
+        "marsrl/solver_accuracy": (total["solved_right"], total["solved"]),
     }
 
 
@@ -148,7 +161,7 @@ def call_samples_of(
 ) -> list[Sample]:
     """One sample per call of ``calls`` (finished calls of ``episode``, which may still be running), in order,
     rewarded by its agent's reward and grouped by ``group_key``."""
-    rewards = agent_rewards(episode, str(item["answer"]))
+    rewards = agent_rewards(episode, gold_text(item["answer"]))
     samples = call_samples(tokenizer, calls, rewards, lambda call: group_key(item, call, episode))
     return [train_final_reply_only(s) if s.role == CORRECTOR else s for s in samples]
 
@@ -181,7 +194,7 @@ def rollout(config: TrainConfig) -> GroupRollout | None:
         )
 
     async def sample(item: dict[str, Any], chat: Chat, rng: random.Random) -> list[Episode]:
-        reference = str(item["answer"])
+        reference = gold_text(item["answer"])
         episode = await grouped_rollout(
             item["question"],
             chat,

@@ -1,4 +1,5 @@
-"""Open-domain QA sets in FlashRAG's versions, scored by lexical EM / cover-EM / F1.
+"""Open-domain QA sets in FlashRAG's versions, and PubMedQA (a training set of MARS), scored by lexical EM /
+cover-EM / F1.
 
 Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``) ``[-T system=direct]
 [-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
@@ -57,3 +58,10 @@ def bamboogle() -> Task:
 @benchmark
 def ambigqa() -> Task:
     """AmbigQA dev. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+
+
+@task
+@benchmark
+def pubmedqa() -> Task:
+    """PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; its one
+    split is ``train`` (MARS trains on it). Dataset: qiaojin/PubMedQA · judge: lexical · protocol: default."""

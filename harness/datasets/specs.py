@@ -264,6 +264,18 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             ("bamboogle/bamboogle_test.jsonl", "bamboogle/bamboogle_r1searcher.jsonl"),
             ("bamboogle",),
         ),
+        # MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
+        # questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
+        BenchmarkSpec(
+            name="pubmedqa",
+            hf_path="qiaojin/PubMedQA",
+            hf_config="pqa_labeled",
+            split="train",
+            judge="lexical",
+            instruction="direct_qa",
+            question_template="direct_qa_user",
+            local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
+        ),
         _flashrag(
             "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")
         ),

@@ -35,7 +35,17 @@ TASKS = [
     ("webwalkerqa.py", "webwalkerqa", "yes_no", 5),
     *[
         ("qa.py", name, "lexical", 5)
-        for name in ("nq", "triviaqa", "popqa", "hotpotqa", "twowiki", "musique", "bamboogle", "ambigqa")
+        for name in (
+            "nq",
+            "triviaqa",
+            "popqa",
+            "hotpotqa",
+            "twowiki",
+            "musique",
+            "bamboogle",
+            "ambigqa",
+            "pubmedqa",
+        )
     ],
 ]
 

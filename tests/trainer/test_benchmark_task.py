@@ -229,3 +229,29 @@ def test_marsrl_trains_on_a_math_training_set_from_a_data_folder(tmp_path):
         "marsrl/corrector_fix_rate": (0.0, 0.0),
         "marsrl/solver_accuracy": (1.0, 1.0),
     }
+
+
+def test_mars_medicine_training_set_loads_from_pubmedqa_rows(tmp_path):
+    """MARS's PubMedQA part (seeds/000 C.7): generated rows in its ``pqa_labeled`` format, the gold decision as the
+    answer, the question bare (no abstract), rewarded by the lexical judge."""
+    rows = [
+        {
+            "pubid": 7,
+            "question": "Does X help?",
+            "context": {"contexts": ["..."]},
+            "long_answer": "It does.",
+            "final_decision": "yes",
+        },
+    ]
+    path = tmp_path / "pqa.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    task = benchmark_task("pubmedqa", data=str(path), split="train")
+    item = task.items[0]
+    assert (item["id"], item["question"], item["answer"], task.judge) == (
+        "7",
+        "Does X help?",
+        ["yes"],
+        "lexical",
+    )
+    assert task.reward(item, answered(item["question"], "yes")) == 1.0
+    assert task.reward(item, answered(item["question"], "maybe")) == 0.0

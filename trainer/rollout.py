@@ -198,7 +198,7 @@ class Rollout:
         grade = getattr(self.task, "grade", None)
 
         async def judged(item: dict[str, Any], seed: int) -> tuple[Episode, bool]:
-            bind_episode_seed(seed)  # this episode's draws follow its seed, not the order its calls are batched in
+            bind_episode_seed(seed)  # its draws follow its seed, not the order its calls are batched in
             question, options = self.run_input(item)
             episode = await run_system(self.system.name, question, self.chat, self.toolbox, **options)
             return episode, grade is None or await grade(item, episode) is not None

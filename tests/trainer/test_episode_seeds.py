@@ -50,7 +50,9 @@ def test_episodes_draw_the_same_tokens_whichever_call_reaches_the_policy_first(
             tiny_model, tiny_tokenizer, defaults=Sampling(max_tokens=12, temperature=1.0), scheduler=scheduler
         )
         return list(
-            await asyncio.gather(episode(chat, 11, "What is 2 + 2?", delays[0]), episode(chat, 12, "Name a city.", delays[1]))
+            await asyncio.gather(
+                episode(chat, 11, "What is 2 + 2?", delays[0]), episode(chat, 12, "Name a city.", delays[1])
+            )
         )
 
     early, late = asyncio.run(rollout((0.0, 0.05))), asyncio.run(rollout((0.05, 0.0)))

@@ -109,7 +109,9 @@ def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> di
     """``marsrl/verifier_precision`` (flagged solutions that were wrong), ``marsrl/verifier_recall`` (wrong
     solutions that were flagged), ``marsrl/corrector_fix_rate`` (wrong inputs a Corrector made right) and
     ``marsrl/solver_accuracy`` (Solver calls whose answer is right: shown even when ``train_agents`` leaves the
-    Solver's rows out of training, and so out of the ``role/solver/...`` metrics)."""
+    Solver's rows out of training, and so out of the ``role/solver/...`` metrics). Counted over the calls made:
+    under grouped rollouts a Verifier judges the chosen solutions (``adaptive``: wrong ones first, ``balanced``: one
+    of each), so precision and recall are measured on that mix, not on the Solver's own share of wrong answers."""
     total = dict.fromkeys(COUNTS, 0.0)
     for item, episodes in zip(items, groups, strict=True):
         for episode in episodes:

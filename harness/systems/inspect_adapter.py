@@ -3,8 +3,8 @@
 The Episode goes into the sample's store once, as JSON text under ``EPISODE_KEY`` (``stored_episode`` reads it
 back). Text rather than nested data because Inspect copies, diffs and logs every store write in each enclosing span
 and in the solver's state change: a string is one value to copy and compare, and the log keeps it once (its events
-refer to it as an attachment), where the nested form cost about 15% of a plain sample's time and four copies in the
-log.
+refer to it as an attachment), where the nested form was copied, diffed and walked node by node four times per
+sample (``benchmarks/bench_harness_overhead.py`` measures the per-sample cost).
 
 Each agent role (``solver``, ``verifier``, ``system1`` ...) is served by ``get_model(role=...)``: the model bound
 with ``--model-role <role>=<model>``, else the evaluated model. That is what lets a trained Verifier/Corrector be

@@ -169,7 +169,9 @@ def accounting() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
         episode = stored_episode(state.store)
         if episode is None:
-            return Score(value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded")
+            return Score(
+                value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
+            )
         from harness.systems import get_system  # the systems registry imports this module
 
         spec = get_system(episode.system)

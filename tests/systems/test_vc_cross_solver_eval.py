@@ -56,7 +56,11 @@ def test_trained_verifier_and_corrector_pair_with_another_solver(tmp_path):
 
     assert log.status == "success"
     scores = {score.name: score.metrics for score in log.results.scores}
-    assert set(scores) == {"boxed_final", "boxed_solver", ACCOUNTING_SCORE}  # the system solver counts the cost
+    assert set(scores) == {
+        "boxed_final",
+        "boxed_solver",
+        ACCOUNTING_SCORE,
+    }  # the system solver counts the cost
     assert (scores["boxed_final"]["accuracy"].value, scores["boxed_solver"]["accuracy"].value) == (1.0, 0.0)
     assert {"verifier", "corrector"} <= set(log.stats.role_usage)
     assert {"mockllm/solver-model", "mockllm/verifier-model", "mockllm/corrector-model"} <= set(

@@ -254,14 +254,12 @@ def response_scores(
         return torch.stack([scores.logprobs, *([scores.entropy] if with_entropy else [])], dim=-1)[None]
 
     device = next(model.parameters()).device
-    mask = batch.attention_mask.to(device) if batch.attention_mask is not None else None
     hooks = [head.register_forward_pre_hook(take_hidden), head.register_forward_hook(score)]
     try:
         with _model_softcap_off(model, softcap):
             packed = model(
                 input_ids=batch.input_ids.to(device),
                 position_ids=batch.position_ids.to(device),
-                attention_mask=mask,
                 use_cache=False,
             ).logits
     finally:

@@ -139,7 +139,9 @@ def padding_share(batches: Sequence[MicroBatch]) -> float:
 
 def _forward(model, batch: MicroBatch):
     device = next(model.parameters()).device
-    return model(input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False)
+    return model(
+        input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False
+    )
 
 
 def response_logits(model, batch: MicroBatch, temperature: float = 1.0) -> Tensor:

@@ -35,6 +35,7 @@ interleaved pairs (``benchmarks/_pairs.py``): the machine is shared, so only a p
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import multiprocessing
 import os
@@ -66,7 +67,7 @@ EOS_RATE = 1 / 12
 
 def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
     """``work(*args)`` in a forked child, its result with ``peak_rss_mib``: the child's peak resident memory
-    above what it started with."""
+    above what it started with. The parent's objects are frozen out of the child's garbage collections."""
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
 
@@ -77,7 +78,9 @@ def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, floa
         writer.send({**result, "peak_rss_mib": (peak_kib - start_kib) / 1024})
 
     process = context.Process(target=child)
+    gc.freeze()  # the child never scans (nor copies the pages of) the objects it inherits from this process
     process.start()
+    gc.unfreeze()
     result = reader.recv()
     process.join()
     return result

@@ -7,8 +7,10 @@ entropy bonus, token-mean loss, gradient clipping at 1.0, one optimizer step per
 CPU. TRL is configured to do that work: ``bf16=False`` and ``gradient_checkpointing=False`` (its defaults are
 True), ``beta=0``, ``loss_type="dapo"`` (token-mean), ``num_iterations=1``, the same group size, lengths, batch
 and number of optimizer steps. Each run is a fresh forked process (same start state; its peak RSS growth is
-its memory); ``ROUNDS`` interleaved pairs (TRL, ours) give per-pair ratios of tokens/s (prompt + completion
-tokens, the first step a warm-up and left out on both sides), reported min/median/max (target >= 1.5), with each
+its memory); one unmeasured run of each side first warms the page cache and imports (the first child of a
+session once ran its steps at 2/3 of the later runs' speed), then ``ROUNDS`` interleaved pairs (TRL, ours) give
+per-pair ratios of tokens/s (prompt + completion tokens, the first step a warm-up and left out on both sides),
+reported min/median/max (target >= 1.5), with each
 side's padding share of the computed token positions of its training forward (ours: target <= 10% -- TRL pads to
 the longest row). Both sides run one torch thread; tokens/s is reported per wall-clock second and per CPU second
 of the child process: on a shared machine another job preempts either side's thread for a varying share of a
@@ -33,6 +35,7 @@ interleaved pairs (``benchmarks/_pairs.py``): the machine is shared, so only a p
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import multiprocessing
 import os
@@ -64,7 +67,7 @@ EOS_RATE = 1 / 12
 
 def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, float]:
     """``work(*args)`` in a forked child, its result with ``peak_rss_mib``: the child's peak resident memory
-    above what it started with."""
+    above what it started with. The parent's objects are frozen out of the child's garbage collections."""
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
 
@@ -75,7 +78,9 @@ def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, floa
         writer.send({**result, "peak_rss_mib": (peak_kib - start_kib) / 1024})
 
     process = context.Process(target=child)
+    gc.freeze()  # the child never scans (nor copies the pages of) the objects it inherits from this process
     process.start()
+    gc.unfreeze()
     result = reader.recv()
     process.join()
     return result
@@ -128,7 +133,7 @@ def eos_prone_dir(eos_prone, tmp_path_factory):
 
 
 def ours(model_dir, run_dir) -> dict[str, float]:
-    """Seconds per step, tokens/s and padding share of our engine (steps after the first)."""
+    """Seconds per step, tokens/s and padding share of our engine (steps after the first), and its torch threads."""
     torch.set_num_threads(1)
     config = TrainConfig(
         model=ModelConfig(path=str(model_dir), dtype="float32"),
@@ -148,6 +153,7 @@ def ours(model_dir, run_dir) -> dict[str, float]:
         "tokens_per_s": tokens / wall,
         "tokens_per_cpu_s": tokens / cpu,
         "padding_share": sum(m["padding_share"] for m in steps) / len(steps),
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -228,6 +234,7 @@ def trl(model_dir, out_dir) -> dict[str, float]:
         "tokens_per_s": step_tokens / wall,
         "tokens_per_cpu_s": step_tokens / cpu,
         "padding_share": sum(shares) / len(shares),
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -237,6 +244,8 @@ def _median(values: list[float]) -> float:
 
 def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
     runs = itertools.count()
+    in_fork(trl, eos_prone_dir, tmp_path / "trl-warm-up")  # not measured: page cache, imports
+    in_fork(ours, eos_prone_dir, tmp_path / "ours-warm-up")
     pairs = benchmark.pedantic(
         interleaved_pairs,
         args=(
@@ -247,6 +256,7 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
         rounds=1,
         iterations=1,
     )
+    assert {p.ours["threads"] for p in pairs} == {p.baseline["threads"] for p in pairs} == {1}
     tokens = ratio_spread(pairs, lambda p: p.ours["tokens_per_s"] / p.baseline["tokens_per_s"])
     tokens_cpu = ratio_spread(pairs, lambda p: p.ours["tokens_per_cpu_s"] / p.baseline["tokens_per_cpu_s"])
     memory = ratio_spread(pairs, lambda p: p.ours["peak_rss_mib"] / p.baseline["peak_rss_mib"])

@@ -58,7 +58,7 @@ def _chunk_logits(
     logits = torch.nn.functional.linear(hidden, weight, bias).float()
     if softcap is not None:
         return logits.div_(softcap).tanh_().mul_(softcap / temperature)
-    return logits.div_(temperature)
+    return logits.div_(temperature) if temperature != 1.0 else logits
 
 
 class ChunkedLogprobs(torch.autograd.Function):
@@ -132,7 +132,8 @@ class ChunkedLogprobs(torch.autograd.Function):
             del probs
             if grad_logprobs is not None:
                 grad_logits.scatter_add_(-1, targets[part, None], grad[:, None])
-            grad_logits /= ctx.temperature
+            if ctx.temperature != 1.0:
+                grad_logits /= ctx.temperature
             if cap_slope is not None:
                 grad_logits.mul_(cap_slope)
                 del cap_slope
@@ -254,14 +255,12 @@ def response_scores(
         return torch.stack([scores.logprobs, *([scores.entropy] if with_entropy else [])], dim=-1)[None]
 
     device = next(model.parameters()).device
-    mask = batch.attention_mask.to(device) if batch.attention_mask is not None else None
     hooks = [head.register_forward_pre_hook(take_hidden), head.register_forward_hook(score)]
     try:
         with _model_softcap_off(model, softcap):
             packed = model(
                 input_ids=batch.input_ids.to(device),
                 position_ids=batch.position_ids.to(device),
-                attention_mask=mask,
                 use_cache=False,
             ).logits
     finally:

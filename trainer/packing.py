@@ -3,9 +3,12 @@
 Two layouts, chosen by ``optim.batching``:
 
 * ``bucket`` (default; fastest without a variable-length attention kernel, i.e. on CPU): rows sorted by length
-  and cut into micro-batches whose padded size (rows x longest row) stays within ``token_budget``; a row joins
-  a micro-batch only if it is at least ``1 - max_padding`` of the micro-batch's longest row, so padding is at
-  most ``max_padding`` of every micro-batch's token slots.
+  and cut into micro-batches whose padded size (rows x longest row) stays within ``token_budget`` and whose
+  padding is at most ``max_padding`` of its token slots (a row joins while both hold: few, full micro-batches,
+  as each costs a forward and a backward pass). Rows are right-padded and passed without an attention mask:
+  under causal attention a real token attends only to the tokens before it, never to the padding after its
+  row's end, so the mask would change nothing but the attention kernel (a causal one without a mask is
+  faster, and no ``(rows, 1, W, W)`` mask is built).
 * ``pack``: rows placed by first-fit decreasing into micro-batches of at most ``token_budget`` tokens, each ONE
   sequence with ``position_ids`` restarting at 0 per row and no attention mask -- transformers turns that into
   a block-diagonal causal mask (a varlen kernel with flash-attention), so no padding is computed at all. With
@@ -35,16 +38,19 @@ def plan_packs(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
 
 
 def plan_buckets(lengths: Sequence[int], token_budget: int, max_padding: float) -> list[list[int]]:
-    """Row indices per padded micro-batch: longest first; a new one starts when the budget or padding bound is hit."""
+    """Row indices per padded micro-batch: longest first; a row joins the last micro-batch while its padded size
+    stays within ``token_budget`` and its padding share within ``max_padding``, else it starts a new one."""
     buckets: list[list[int]] = []
+    real = 0  # tokens of the last micro-batch's rows
     for row in sorted(range(len(lengths)), key=lambda r: -lengths[r]):
         if buckets:
-            width = lengths[buckets[-1][0]]
-            fits = (len(buckets[-1]) + 1) * width <= token_budget
-            if fits and lengths[row] >= (1 - max_padding) * width:
+            slots = (len(buckets[-1]) + 1) * lengths[buckets[-1][0]]
+            if slots <= token_budget and real + lengths[row] >= (1 - max_padding) * slots:
                 buckets[-1].append(row)
+                real += lengths[row]
                 continue
         buckets.append([row])
+        real = lengths[row]
     return buckets
 
 
@@ -58,8 +64,6 @@ class MicroBatch:
     """``(R, W)`` token ids: R padded rows, or R = 1 packed sequence."""
     position_ids: Tensor
     """``(R, W)`` positions, restarting at 0 at every sample."""
-    attention_mask: Tensor | None
-    """``(R, W)`` 1 on real tokens for the bucket layout; ``None`` when packed."""
     score_index: Tensor
     """``(N,)`` flat indices into the ``R * W`` positions whose logits predict a response token, row by row."""
     targets: Tensor
@@ -89,13 +93,11 @@ def lay_out(samples: Sequence[Sample], rows: list[int], layout: str) -> MicroBat
         starts, width = [sum(map(len, sequences[:i])) for i in range(len(rows))], sum(map(len, sequences))
         ids = [[t for seq in sequences for t in seq]]
         positions = [[p for seq in sequences for p in range(len(seq))]]
-        attention = None
-    else:
+    else:  # right-padded: no mask needed under causal attention (module docstring)
         width = max(map(len, sequences))
         starts = [i * width for i in range(len(rows))]
         ids = [seq + [0] * (width - len(seq)) for seq in sequences]
         positions = [list(range(width)) for _ in sequences]
-        attention = torch.tensor([[1] * len(seq) + [0] * (width - len(seq)) for seq in sequences])
     score_index = [
         i
         for start, p, r in zip(starts, prompts, responses, strict=True)
@@ -105,7 +107,6 @@ def lay_out(samples: Sequence[Sample], rows: list[int], layout: str) -> MicroBat
         rows=list(rows),
         input_ids=torch.tensor(ids),
         position_ids=torch.tensor(positions),
-        attention_mask=attention,
         score_index=torch.tensor(score_index),
         targets=torch.tensor([t for row in rows for t in samples[row].response_ids]),
         response_lengths=responses,
@@ -138,12 +139,8 @@ def padding_share(batches: Sequence[MicroBatch]) -> float:
 
 def _forward(model, batch: MicroBatch):
     device = next(model.parameters()).device
-    mask = batch.attention_mask.to(device) if batch.attention_mask is not None else None
     return model(
-        input_ids=batch.input_ids.to(device),
-        position_ids=batch.position_ids.to(device),
-        attention_mask=mask,
-        use_cache=False,
+        input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False
     )
 
 

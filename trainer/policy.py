@@ -34,6 +34,7 @@ from harness.providers.generation import Completion, DecodeBatch, Sampling, gene
 from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
+from trainer.episode_seeds import call_seed
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 
@@ -104,7 +105,10 @@ class PolicyChat:
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
         prompt_ids = self._render(messages)
-        request = (prompt_ids, self.sampling(sampling), 0)
+        settings = self.sampling(sampling)
+        if settings.seed is None:
+            settings = dataclasses.replace(settings, seed=call_seed(prompt_ids))
+        request = (prompt_ids, settings, 0)
         if self.static is not None:
             completion = await self.static.submit(request)
         else:

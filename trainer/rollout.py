@@ -6,7 +6,8 @@ generation, or a vLLM engine synced to the policy on a GPU), or from the method'
 unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
-uninterrupted one would, and the set-up of the task, toolbox and policy chat a rollout runs over.
+uninterrupted one would, a seed per episode (``trainer.episode_seeds``: its draws do not depend on how its calls
+were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from harness.providers.generation import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Episode, Toolbox
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.methods.base import GroupRollout, Method
 from trainer.models import Models
 from trainer.policy import PolicyChat
@@ -184,17 +186,25 @@ class Rollout:
         (dropped from the group)."""
         if self.own_rollout is not None:  # one generator per question, drawn in order from the step's seed
             rngs = [random.Random(random.getrandbits(64)) for _ in items]
-            groups = [self.own_rollout(item, self.chat, rng) for item, rng in zip(items, rngs, strict=True)]
+            seeds = [random.getrandbits(SEED_BITS) for _ in items]
+
+            async def grouped(item: dict[str, Any], rng: random.Random, seed: int) -> list[Episode]:
+                bind_episode_seed(seed)
+                return await self.own_rollout(item, self.chat, rng)
+
+            groups = [grouped(*args) for args in zip(items, rngs, seeds, strict=True)]
             return list(await asyncio.gather(*groups)), [0] * len(items)
         size = self.group_size
         grade = getattr(self.task, "grade", None)
 
-        async def judged(item: dict[str, Any]) -> tuple[Episode, bool]:
+        async def judged(item: dict[str, Any], seed: int) -> tuple[Episode, bool]:
+            bind_episode_seed(seed)  # its draws follow its seed, not the order its calls are batched in
             question, options = self.run_input(item)
             episode = await run_system(self.system.name, question, self.chat, self.toolbox, **options)
             return episode, grade is None or await grade(item, episode) is not None
 
-        runs = await asyncio.gather(*[judged(item) for item in items for _ in range(size)])
+        seeds = [random.getrandbits(SEED_BITS) for _ in range(len(items) * size)]
+        runs = await asyncio.gather(*[judged(items[i // size], seed) for i, seed in enumerate(seeds)])
         groups = [runs[i * size : (i + 1) * size] for i in range(len(items))]
         return (
             [[episode for episode, scored in group if scored] for group in groups],

@@ -451,35 +451,56 @@ def _row_generator(seed: int | None, device: torch.device) -> torch.Generator | 
 def _choose_tokens(
     logits: torch.Tensor, settings: Sequence[Sampling], generators: Sequence[torch.Generator | None]
 ) -> torch.Tensor:
-    """Next token per row: argmax for greedy rows; a draw from the temperature/top-k/top-p filtered distribution."""
-    chosen = logits.argmax(dim=-1)
+    """Next token per row: argmax for greedy rows; a draw from the temperature/top-k/top-p filtered distribution.
+    The sampled rows are drawn together (one cumulative sum and search), each from its own uniform."""
     sampled = [row for row, s in enumerate(settings) if s.temperature > 0 and s.top_k != 1]
-    if not sampled:
-        return chosen
-    index = torch.tensor(sampled, device=logits.device)
-    temperature = torch.tensor([settings[r].temperature for r in sampled], device=logits.device)
-    probs = _filtered_probs(logits[index] / temperature[:, None], [settings[r] for r in sampled])
-    shared = [i for i, row in enumerate(sampled) if generators[row] is None]
-    picks = torch.empty(len(sampled), dtype=torch.long, device=logits.device)
-    if shared:  # rows drawing from torch's global generator: one draw for all of them
-        rows = torch.tensor(shared, device=logits.device)
-        picks[rows] = _draw(probs[rows], None)
-    for i, row in enumerate(sampled):
-        if generators[row] is not None:  # a seeded row draws alone, from its own generator
-            picks[i] = _draw(probs[i : i + 1], generators[row])[0]
+    every = len(sampled) == len(settings)
+    if every:  # the common case: no row to pick out or put back
+        scaled = logits
+    else:
+        chosen = logits.argmax(dim=-1)
+        if not sampled:
+            return chosen
+        index = torch.tensor(sampled, device=logits.device)
+        scaled = logits[index]
+    temperatures = [settings[r].temperature for r in sampled]
+    if any(t != 1.0 for t in temperatures):
+        scaled = scaled / torch.tensor(temperatures, device=logits.device)[:, None]
+    probs = _filtered_probs(scaled, [settings[r] for r in sampled])
+    picks = _draw(probs, _uniforms([generators[r] for r in sampled], logits.device))
+    if every:
+        return picks
     chosen[index] = picks
     return chosen
 
 
-def _draw(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """One token per row of ``probs`` (rows need not sum to 1) by inverting the cumulative distribution with one
-    uniform draw per row -- exact, and on a CPU some 20x faster than ``torch.multinomial``."""
-    cumulative = probs.double().cumsum(dim=-1)
-    uniform = (
-        torch.rand((probs.shape[0], 1), dtype=torch.float64, device=probs.device, generator=generator)
-        * cumulative[:, -1:]
+def _uniforms(generators: Sequence[torch.Generator | None], device: torch.device) -> torch.Tensor:
+    """``(rows, 1)`` uniform draws in [0, 1), float64: the rows without a generator take one draw together from
+    torch's global generator (in row order), a seeded row one from its own generator."""
+    shared = [i for i, generator in enumerate(generators) if generator is None]
+    common = torch.rand((len(shared), 1), dtype=torch.float64, device=device) if shared else None
+    if len(shared) == len(generators):
+        return common
+    uniforms = torch.cat(
+        [
+            torch.rand((1, 1), dtype=torch.float64, device=device, generator=generator)
+            if generator is not None
+            else torch.zeros((1, 1), dtype=torch.float64, device=device)
+            for generator in generators
+        ]
     )
-    picks = torch.searchsorted(cumulative, uniform, right=True)[:, 0]  # the first token whose mass covers it
+    if common is not None:
+        uniforms[torch.tensor(shared, device=device)] = common
+    return uniforms
+
+
+def _draw(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """One token per row of ``probs`` (rows need not sum to 1) by inverting the cumulative distribution at the
+    row's uniform draw (``uniforms``, ``(rows, 1)`` in [0, 1)) -- exact, and on a CPU some 20x faster than
+    ``torch.multinomial``."""
+    cumulative = probs.double().cumsum(dim=-1)
+    scaled = uniforms * cumulative[:, -1:]
+    picks = torch.searchsorted(cumulative, scaled, right=True)[:, 0]  # the first token whose mass covers it
     positions = torch.arange(probs.shape[-1], device=probs.device)
     last = torch.where(probs > 0, positions, 0).amax(
         dim=-1

@@ -23,8 +23,14 @@ NonNegative = Annotated[int, Field(ge=0)]
 
 def option_names(run: Callable[..., Any]) -> list[str]:
     """The keyword-only parameters of ``run``: the system's own options."""
+    return list(_keyword_only(run))
+
+
+@functools.cache
+def _keyword_only(run: Callable[..., Any]) -> tuple[str, ...]:
+    """``option_names``, read once per function (every system run splits its options with them)."""
     parameters = inspect.signature(run).parameters.values()
-    return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def check_options(system: str, run: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

@@ -183,7 +183,24 @@ def test_draws_follow_the_distribution_and_never_pick_a_zero_probability_token()
 
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.0, 0.0, 0.0, 2.0]])  # rows need not sum to 1
     generator = torch.Generator().manual_seed(0)
-    draws = torch.stack([_draw(probs, generator) for _ in range(20000)])
+    draws = torch.stack(
+        [_draw(probs, torch.rand((2, 1), dtype=torch.float64, generator=generator)) for _ in range(20000)]
+    )
     first = torch.bincount(draws[:, 0], minlength=4) / len(draws)
     torch.testing.assert_close(first, torch.tensor([0.1, 0.0, 0.6, 0.3]), atol=0.015, rtol=0)
     assert (draws[:, 1] == 3).all()
+
+
+def test_rows_draw_together_each_from_its_own_generator_or_the_shared_one_in_row_order():
+    from harness.providers.generation import _uniforms
+
+    seeded = [torch.Generator().manual_seed(seed) for seed in (3, 4)]
+    torch.manual_seed(9)
+    uniforms = _uniforms([None, seeded[0], None, seeded[1]], torch.device("cpu"))
+    torch.manual_seed(9)
+    shared = torch.rand((2, 1), dtype=torch.float64)
+    alone = [
+        torch.rand((1, 1), dtype=torch.float64, generator=torch.Generator().manual_seed(s)) for s in (3, 4)
+    ]
+    expected = torch.cat([shared[:1], alone[0], shared[1:], alone[1]])
+    torch.testing.assert_close(uniforms, expected, atol=0, rtol=0)

@@ -13,9 +13,7 @@ from harness.systems.mars import ROLES
 @pytest.mark.slow
 def test_both_mars_systems_train_after_the_cold_start_and_the_export_is_scored(tmp_path):
     trainer = warm_started("mars-tiny.yaml", tmp_path / "run")
-    # System 1's distillations run concurrently; their order of admission into the decode batch follows the
-    # search calls' completion, so a loaded machine can draw other (tied) groups: allow a few more steps.
-    assert_every_role_has_signal(trainer, ROLES, steps=5)
+    assert_every_role_has_signal(trainer, ROLES)  # episode seeds: the same draws however the searches interleave
     score_export(
         trainer,
         "qa.py@bamboogle",

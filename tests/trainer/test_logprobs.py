@@ -82,19 +82,24 @@ def _samples(shapes):
     ]
 
 
+@pytest.mark.parametrize("temperature", [0.8, 1.0])
 @pytest.mark.parametrize("layout", ["bucket", "pack"])
-def test_headless_forward_scores_like_the_full_logits_with_the_same_model_gradients(tiny_model_dir, layout):
+def test_headless_forward_scores_like_the_full_logits_with_the_same_model_gradients(
+    tiny_model_dir, layout, temperature
+):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).train()
     samples = _samples([(5, 3), (7, 9), (4, 1), (10, 6)])
     [batch] = micro_batches(samples, token_budget=100, layout=layout, max_padding=0.9)
 
-    logits = response_logits(model, batch, temperature=0.8)
+    logits = response_logits(model, batch, temperature=temperature)
     lp, ent = token_logprobs(logits, batch.targets), naive_entropy(logits)
     (lp.sum() - 0.1 * ent.sum()).backward()
     expected = {name: p.grad.clone() for name, p in model.named_parameters()}
     model.zero_grad(set_to_none=True)
 
-    scores = response_scores(model, batch, temperature=0.8, with_entropy=True, chunk_bytes=4 * 400 * 5)
+    scores = response_scores(
+        model, batch, temperature=temperature, with_entropy=True, chunk_bytes=4 * 400 * 5
+    )
     torch.testing.assert_close(scores.logprobs, lp, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(scores.entropy, ent, atol=1e-5, rtol=1e-5)
     (scores.logprobs.sum() - 0.1 * scores.entropy.sum()).backward()

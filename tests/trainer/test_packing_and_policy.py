@@ -41,8 +41,26 @@ def _samples(shapes):
 
 def test_plans_respect_budget_and_padding_bound():
     assert plan_packs([5, 9, 3, 8, 2, 7], 10) == [[1], [3, 4], [2, 5], [0]]
-    # longest first; 8 joins 9 (pad 1/9 <= 0.2), 5 would pad 4/9 -> new bucket; budget 20 caps the first at 2 rows
-    assert plan_buckets([9, 8, 8, 5, 5, 4], 20, 0.2) == [[0, 1], [2], [3, 4, 5]]
+    # longest first; 8 joins 9 (pad 1/18 <= 0.2), budget 20 caps that at 2 rows; 5 joins 8 (pad 3/16 <= 0.2),
+    # a third row would need 24 slots; 4 joins 5 (pad 1/10)
+    assert plan_buckets([9, 8, 8, 5, 5, 4], 20, 0.2) == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_a_short_row_joins_while_the_micro_batch_padding_share_stays_in_bound():
+    # 7 is shorter than 0.9 x 10, but the micro-batch pads 3 of 40 slots (7.5% <= 10%): one forward, not two
+    assert plan_buckets([10, 10, 10, 7], 100, 0.1) == [[0, 1, 2, 3]]
+    assert plan_buckets([10, 10, 10, 5], 100, 0.1) == [[0, 1, 2], [3]]  # 5 of 40 slots would be 12.5%
+
+
+@pytest.mark.parametrize("max_padding", [0.0, 0.1, 0.3])
+def test_every_bucket_keeps_the_budget_and_the_padding_share(max_padding):
+    lengths = torch.randint(1, 60, (200,), generator=torch.Generator().manual_seed(1)).tolist()
+    buckets = plan_buckets(lengths, 256, max_padding)
+    assert sorted(r for b in buckets for r in b) == list(range(200))
+    for bucket in buckets:
+        slots = len(bucket) * max(lengths[r] for r in bucket)
+        assert slots <= 256 or len(bucket) == 1
+        assert 1 - sum(lengths[r] for r in bucket) / slots <= max_padding + 1e-12
 
 
 @pytest.mark.parametrize("layout", ["bucket", "pack"])

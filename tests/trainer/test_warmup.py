@@ -49,20 +49,6 @@ def test_demonstrations_play_every_role_with_varied_rewards(recipe, tiny_model_d
         assert statistics.pvariance(rewards) > 0, f"{role}: every demonstration earns {rewards[0]}"
 
 
-def test_mask_learning_demonstrations_vary_within_every_question(tiny_model_dir, tmp_path):
-    """mask-learn's cold start shows each role's skill per question as a rate: no question's demonstrations all
-    earn one reward for a deciding role (mask-tiny's 4 per question do: its plan never recalls 5 of the 8 capitals,
-    its answer is always right for one question; a policy fitted to such draws has nothing left to choose)."""
-    trainer = _trainer("mask-learn.yaml", tiny_model_dir, tmp_path)
-    rewards: dict[tuple[str, str], list[float]] = {}
-    for sample in demo_samples(trainer, seed=0):
-        rewards.setdefault((sample.role, sample.group_key), []).append(sample.reward)
-    tied = sorted(
-        key for key, values in rewards.items() if key[0] in ("plan", "answer") and len(set(values)) == 1
-    )
-    assert tied == []
-
-
 def test_mars_demonstrations_train_the_system2_replies_and_not_the_distillates(tiny_model_dir, tmp_path):
     trainer = _trainer("mars-tiny.yaml", tiny_model_dir, tmp_path)
     system2 = next(s for s in demo_samples(trainer, seed=0) if s.role == "system2")

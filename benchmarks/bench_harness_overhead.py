@@ -1,13 +1,17 @@
 """Per-sample harness cost: ``aime2025 -T system=direct`` vs a plain Inspect task (generate() + match()).
 
 Both evaluate the same samples on the same scripted mock model in this process, in ``ROUNDS`` interleaved pairs
-(``benchmarks/_pairs.py``); the per-pair ratio of per-sample times, min/median/max, is the harness overhead
-(target <= 1.1). Each side is timed twice: wall clock, and this process's CPU time (``time.process_time``), which
-another engineer's job on a shared machine slows far less than the wall clock. A garbage collection runs before each
-side so neither pays for the other's garbage, and one untimed run of each side warms imports and caches first. The
-harness time includes building the task (loading and hashing the data file). The ratios are reported in
-``extra_info`` and printed, never asserted. Run: ``.venv/bin/pytest benchmarks/bench_harness_overhead.py
---benchmark-only -s``; ``MARA_BENCH_FULL=1`` measures 400 samples x 9 pairs instead of 150 x 5.
+(``benchmarks/_pairs.py``); the per-pair ratio of per-sample times, min/median/max, is the harness overhead (target <=
+1.1). The model gets the same input on both sides: the harness sends the benchmark's answer-format instruction as a
+system message before the question, so each plain sample's input is that system message and the question (as a message
+list, with no extra solver); comparing against the question alone would count a longer model input, which Inspect logs
+in every model event, as harness cost. Each side is timed twice: wall clock, and this process's CPU time
+(``time.process_time``), which another engineer's job on a shared machine slows far less than the wall clock. A
+garbage collection runs before each side so neither pays for the other's garbage, and one untimed run of each side
+warms imports and caches first (and shows that the model was sent the same messages on both sides). The harness time
+includes building the task (loading and hashing the data file). The ratios are reported in ``extra_info`` and printed,
+never asserted. Run: ``.venv/bin/pytest benchmarks/bench_harness_overhead.py --benchmark-only -s``;
+``MARA_BENCH_FULL=1`` measures 400 samples x 9 pairs instead of 150 x 5.
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ from pathlib import Path
 from _pairs import interleaved_pairs, ratio_spread
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
+from harness.datasets.specs import INSTRUCTION_KEY
 from harness.evaluation import benchmark_task
 from harness.testing import scripted_model
 
@@ -51,25 +59,47 @@ def _aime_file(directory: Path) -> Path:
     return path
 
 
-def _run(build_task, log_dir: Path) -> PerSample:
-    """Per-sample times of one in-process eval of ``build_task()`` (building the task included)."""
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
+def _eval(build_task, log_dir: Path) -> EvalLog:
     (log,) = eval(
         build_task(),
         model=scripted_model(lambda messages, config: REPLY),
         display="none",
         log_dir=str(log_dir),
     )
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert log.status == "success", log.error
+    return log
+
+
+def _run(build_task, log_dir: Path) -> PerSample:
+    """Per-sample times of one in-process eval of ``build_task()`` (building the task included)."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    _eval(build_task, log_dir)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return PerSample(wall / SAMPLES, cpu / SAMPLES)
+
+
+def _model_inputs(log: EvalLog) -> list[list[tuple[str, str]]]:
+    """(role, text) of every message the model was sent, per sample."""
+    return [
+        [
+            (message.role, message.text)
+            for event in sample.events
+            if isinstance(event, ModelEvent)
+            for message in event.input
+        ]
+        for sample in log.samples
+    ]
 
 
 def test_harness_overhead_vs_plain_task(benchmark, tmp_path):
     data = _aime_file(tmp_path)
     plain_samples = [
-        Sample(id=s.id, input=s.input, target=s.target)
+        Sample(
+            id=s.id,
+            input=[ChatMessageSystem(content=s.metadata[INSTRUCTION_KEY]), ChatMessageUser(content=s.input)],
+            target=s.target,
+        )
         for s in benchmark_task("aime2025", system="direct", data=str(data)).dataset
     ]
 
@@ -85,7 +115,8 @@ def test_harness_overhead_vs_plain_task(benchmark, tmp_path):
     def baseline() -> PerSample:
         return _run(plain_task, tmp_path / "plain")
 
-    ours(), baseline()  # warm-up, not measured
+    warm_ours, warm_plain = _eval(harness_task, tmp_path / "harness"), _eval(plain_task, tmp_path / "plain")
+    assert _model_inputs(warm_ours) == _model_inputs(warm_plain)  # the same work for the model on both sides
     pairs = benchmark.pedantic(interleaved_pairs, args=(ours, baseline, ROUNDS), rounds=1, iterations=1)
     wall = ratio_spread(pairs, lambda p: p.ours.wall / p.baseline.wall)
     cpu = ratio_spread(pairs, lambda p: p.ours.cpu / p.baseline.cpu)

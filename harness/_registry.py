@@ -1,5 +1,5 @@
 """Inspect AI entry point (``mara_bench``): registers the tasks (``mara_bench/<task>``), the ``local/`` model
-provider, the judges' scorers and the maj@k reducer.
+provider, the judges' scorers, the ``accounting`` scorer and the maj@k reducer.
 
 Inspect imports every installed entry point when it starts, so this import must stay cheap: nothing here (or in
 what it imports) loads torch, transformers, sympy, math_verify, trafilatura, sentence-transformers or faiss; they
@@ -13,5 +13,6 @@ from harness import (
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
 from harness.providers import local_provider  # noqa: F401  (registers the `local/` model provider)
+from harness.systems import accounting  # noqa: F401  (registers the metrics of the systems' `accounting` score)
 from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
 from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)

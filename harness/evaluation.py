@@ -24,7 +24,6 @@ from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
 from harness.systems import get_system, system_solver
-from harness.systems.accounting import accounting_scorer
 from judges import registry as judges
 from judges.inspect_compat import PrerequisiteError, active_model
 from judges.named import lookup
@@ -122,7 +121,6 @@ def benchmark_task(
     scorers = [headline] + [
         judges.get_judge(judge_name, **{**judge_options, "answer": answer}) for answer in system_spec.answers
     ]
-    scorers.append(accounting_scorer(system_spec.roles, [*system_spec.tools, *system_spec.helper_tools]))
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
     judges.require_grader(judge_name, task_roles, **judge_options)

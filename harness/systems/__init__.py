@@ -14,6 +14,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
 from harness.prompts import fill
 from harness.systems import direct, mars, mask, matpo, react, vc
+from harness.systems.accounting import record_account
 from harness.systems.inspect_adapter import InspectChat, store_episode
 from harness.systems.options import check_options, option_names
 from harness.systems.types import Chat, Episode, Toolbox
@@ -174,11 +175,13 @@ def system_solver(system: str = "direct", **options: Any) -> Solver:
 
     A system taking a ``system_prompt`` gets the sample's answer-format instruction (sample metadata
     ``instruction``, set by the benchmark loader) unless the user gave one, and then the question in the
-    benchmark's user template when it has one (FlashRAG's ``Question: {question}`` for the QA sets).
+    benchmark's user template when it has one (FlashRAG's ``Question: {question}`` for the QA sets). The
+    sample gets the Episode (``inspect_adapter.store_episode``) and its ``accounting`` score (what it cost).
     """
     spec = get_system(system)
     system_options, tool_settings = spec.split_options(options)
     toolbox = build_toolbox(spec, tool_settings)
+    counted_tools = [*spec.tools, *spec.helper_tools]
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:  # noqa: ARG001
         chat = InspectChat(spans=len(spec.roles) > 1)
@@ -186,6 +189,7 @@ def system_solver(system: str = "direct", **options: Any) -> Solver:
         question = sample_question(spec, system_options, state.metadata, state.input_text)
         episode = await spec.run(question, chat, toolbox, **options)
         store_episode(state, episode)
+        record_account(state, episode, spec.roles, counted_tools)
         return state
 
     return solve

@@ -1,9 +1,11 @@
 """What one question cost (MARS table 6; M-ASK's stated cost limitation): tokens by role, tool calls by tool, pages
 and papers read, python calls and, when every model that answered has a price, US dollars.
 
-``account(episode, roles, tools, prices)`` counts an Episode; ``accounting_scorer(roles, tools)`` reports those
-counts as Inspect metrics (the mean per attempt, one attempt being one question in one epoch, and totals over the
-whole eval), next to the judge's scores. A page read is a ``browse`` call that returned text (MARS reads result pages
+``account(episode, roles, tools, prices)`` counts an Episode. The system solver puts those counts on each sample as
+its ``accounting`` score (``record_account``), and Inspect reports them with the metrics of the registered
+``accounting`` scorer (the mean per attempt, one attempt being one question in one epoch, and totals over the whole
+eval), next to the judge's scores. The solver writes the score itself, where the Episode is at hand: a scorer of
+its own cost every sample a scorer span (two more events) and a pass over the stored Episode. A page read is a ``browse`` call that returned text (MARS reads result pages
 that way; react and MATPO's worker browse themselves); one that read a ``scholar`` result counts as a paper (table
 6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model
 name), a small table to edit; a model without an entry leaves ``cost_usd`` blank (NaN), never zero.
@@ -22,9 +24,11 @@ import yaml
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
-from harness.systems.inspect_adapter import EPISODE_KEY
+from harness.systems.inspect_adapter import stored_episode
 from harness.systems.types import Episode
 
+ACCOUNTING_SCORE = "accounting"
+"""The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""
 PRICES_FILE = Path(__file__).resolve().parents[1] / "prices.yaml"
 PAGE_TOOL = "browse"
 PAPER_SOURCE = "scholar"
@@ -150,19 +154,27 @@ def per_attempt_means_and_totals() -> Metric:
     return compute
 
 
-def accounting_scorer(roles: Sequence[str], tools: Sequence[str]) -> Scorer:
-    """An Inspect scorer reporting ``account`` for each sample's Episode (samples without one count nothing)."""
-    keys = account_keys(roles, tools)
+def record_account(state: TaskState, episode: Episode, roles: Sequence[str], tools: Sequence[str]) -> None:
+    """Put ``account`` of ``episode`` on the sample as its ``accounting`` score (one score event, no scorer span)."""
+    if state.scores is None:
+        state.scores = {}
+    state.scores[ACCOUNTING_SCORE] = Score(value=account(episode, roles, tools, default_prices()))
 
-    @scorer(metrics=[per_attempt_means_and_totals()], name="accounting")
-    def accounting() -> Scorer:
-        async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
-            stored = state.store.get(EPISODE_KEY)
-            if stored is None:
-                return Score(value={key: math.nan for key in keys}, explanation="no episode recorded")
-            episode = Episode.from_dict(stored)
-            return Score(value=account(episode, roles, tools, default_prices()))
 
-        return score
+@scorer(metrics=[per_attempt_means_and_totals()], name=ACCOUNTING_SCORE)
+def accounting() -> Scorer:
+    """The metrics of the ``accounting`` score (Inspect finds a solver-written score's metrics by the score's name);
+    as a scorer, it counts a sample's stored Episode with its system's roles and tools (NaN without an Episode)."""
 
-    return accounting()
+    async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
+        episode = stored_episode(state.store)
+        if episode is None:
+            return Score(
+                value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
+            )
+        from harness.systems import get_system  # the systems registry imports this module
+
+        spec = get_system(episode.system)
+        return Score(value=account(episode, spec.roles, [*spec.tools, *spec.helper_tools], default_prices()))
+
+    return score

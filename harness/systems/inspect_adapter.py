@@ -1,5 +1,11 @@
 """Run an agent system inside Inspect: ``Chat`` over Inspect model roles, and the Episode stored with the sample.
 
+The Episode goes into the sample's store once, as JSON text under ``EPISODE_KEY`` (``stored_episode`` reads it
+back). Text rather than nested data because Inspect copies, diffs and logs every store write in each enclosing span
+and in the solver's state change: a string is one value to copy and compare, and the log keeps it once (its events
+refer to it as an attachment), where the nested form was copied, diffed and walked node by node four times per
+sample (``benchmarks/bench_harness_overhead.py`` measures the per-sample cost).
+
 Each agent role (``solver``, ``verifier``, ``system1`` ...) is served by ``get_model(role=...)``: the model bound
 with ``--model-role <role>=<model>``, else the evaluated model. That is what lets a trained Verifier/Corrector be
 paired with any solver. In a multi-agent system every call runs inside a transcript span named after its role, so
@@ -11,6 +17,8 @@ evaluated one.
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from inspect_ai.model import (
@@ -25,14 +33,14 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.solver import TaskState
-from inspect_ai.util import span
+from inspect_ai.util import Store, span
 
 from harness.systems.types import Episode, FinishReason, Message, Reply
 from judges.inspect_compat import active_generate_config
 from judges.response import FINAL, store_key
 
 EPISODE_KEY = "episode"
-"""Store key of the serialised Episode (``Episode.to_dict()``)."""
+"""Store key of the Episode as JSON text (``Episode.to_dict()``); read it with ``stored_episode``."""
 
 _SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "max_tokens", "seed", "stop_seqs", "reasoning_effort")
 
@@ -107,9 +115,15 @@ class InspectChat:
         return reply_from_output(output)
 
 
+def stored_episode(store: Store | Mapping[str, Any]) -> Episode | None:
+    """The Episode a sample's store holds (``TaskState.store`` or a logged ``EvalSample.store``), None without one."""
+    stored = store.get(EPISODE_KEY)
+    return None if stored is None else Episode.from_dict(json.loads(stored))
+
+
 def store_episode(state: TaskState, episode: Episode) -> None:
     """Put the Episode and its answers on the sample, and make the final answer the sample's output."""
-    state.store.set(EPISODE_KEY, episode.to_dict())
+    state.store.set(EPISODE_KEY, json.dumps(episode.to_dict(), ensure_ascii=False))
     state.store.set(store_key(FINAL), episode.final_answer)
     for name, answer in episode.answers.items():
         state.store.set(store_key(name), answer)

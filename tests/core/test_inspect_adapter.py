@@ -8,8 +8,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import includes
 
 from harness.systems import get_system, system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode
+from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 
 
@@ -29,7 +28,7 @@ def test_direct_system_stores_episode_and_answer(tmp_path):
     assert log.status == "success"
     assert log.results.scores[0].metrics["accuracy"].value == 1.0
     sample = log.samples[0]
-    episode = Episode.from_dict(sample.store[EPISODE_KEY])
+    episode = stored_episode(sample.store)
     assert [call.role for call in episode.calls] == ["solver"]
     assert episode.calls[0].messages == [{"role": "user", "content": "What is 1 + 1?"}]
     assert sample.store["answer.final"] == "The answer is 2."

@@ -1,11 +1,13 @@
 """Accounting: a scripted MARS eval (real Inspect eval, real search/browse/python tools against a local server) reports
-per-question tokens by role, tool calls by tool, pages read, python calls and cost equal to hand counts."""
+per-question tokens by role, tool calls by tool, pages read, python calls and cost equal to hand counts; the system
+solver writes each sample's ``accounting`` score itself (no scorer of its own, so no scorer span per sample)."""
 
 import json
 import math
 
 import pytest
 from inspect_ai import eval
+from inspect_ai.event import ScoreEvent, SpanBeginEvent
 
 from harness.evaluation import benchmark_task
 from harness.systems import TOOL_SETTINGS
@@ -112,3 +114,23 @@ def test_the_shipped_price_table_loads_and_a_bad_entry_names_the_file_and_key(tm
     bad.write_text("gpt-x: {input: 1}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"prices.yaml: entry 'gpt-x' must be"):
         load_prices(bad)
+
+
+def test_the_system_solver_writes_the_accounting_score_without_a_scorer_of_its_own(tmp_path):
+    task = benchmark_task("aime2025", data="samples", limit=2, system="direct")
+    (log,) = eval(
+        task,
+        model=scripted_model(lambda messages, config: "\\boxed{1}"),
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    assert [scorer.name for scorer in log.eval.scorers] == ["math"]
+    (accounting,) = [score for score in log.results.scores if score.name == "accounting"]
+    assert accounting.metrics["attempts"].value == 2 and accounting.metrics["output_tokens"].value == 2
+    for sample in log.samples:
+        scorer_spans = [e.name for e in sample.events if isinstance(e, SpanBeginEvent) and e.type == "scorer"]
+        assert scorer_spans == ["math"]
+        (event,) = [e for e in sample.events if isinstance(e, ScoreEvent) and e.scorer == "accounting"]
+        assert event.score.value == sample.scores["accounting"].value
+        assert sample.scores["accounting"].value["output_tokens"] == 2  # "\\boxed{1}": 9 characters, 2 tokens

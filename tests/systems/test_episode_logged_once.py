@@ -1,19 +1,20 @@
 """The Episode reaches the log once per sample: a real eval of the multi-agent V-C system (four model calls, each
 in its role's agent span) writes the Episode to the store once, at the end of the run, never per turn. Inspect
-records a store write as a StoreEvent in each span enclosing it (the solver's span and the ``solvers`` span), so the
-log holds exactly those two additions of the whole Episode, none inside an agent span and no later replacement."""
+records a store write as a StoreEvent in each span enclosing it (the solver's span and the ``solvers`` span) and in
+the solver's StateEvent, so the log holds exactly those two additions of the whole Episode, none inside an agent
+span and no later replacement; and because the Episode is stored as JSON text, each of those events refers to one
+attachment holding that text instead of carrying its own copy."""
 
 from __future__ import annotations
 
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
-from inspect_ai.event import SpanBeginEvent, StoreEvent
+from inspect_ai.event import SpanBeginEvent, StateEvent, StoreEvent
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import includes
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode
+from harness.systems.inspect_adapter import EPISODE_KEY, stored_episode
 from harness.testing import scripted_model
 
 WRONG = "**Final Verdict:** invalid.\n\n**List of Findings:**\n* 6*7 is not 41\n\n**Correctness:** Wrong"
@@ -42,7 +43,27 @@ def test_the_episode_is_stored_once_per_sample_after_the_run(tmp_path):
             if change.path.startswith(f"/{EPISODE_KEY}")
         ]
         assert episode_writes == [("add", f"/{EPISODE_KEY}", "solver"), ("add", f"/{EPISODE_KEY}", "solvers")]
-        roles = [call.role for call in Episode.from_dict(sample.store[EPISODE_KEY]).calls]
+        roles = [call.role for call in stored_episode(sample.store).calls]
         assert roles == ["solver", "verifier", "corrector", "verifier"]
         agent_spans = [span.name for span in spans.values() if span.type == "agent"]
         assert agent_spans == roles  # every call ran in its role's span, and none of them wrote the Episode
+
+
+def test_the_log_holds_the_episode_text_once_and_its_events_refer_to_it(tmp_path):
+    samples = [Sample(id=i, input=f"Compute 6*7 ({i}).", target="42") for i in range(2)]
+    task = Task(dataset=samples, solver=system_solver("vc", accept_after=1), scorer=includes())
+    (log,) = eval(task, model=scripted_model(_replies), log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    for sample in read_eval_log(log.location).samples:
+        text = sample.store[EPISODE_KEY]
+        assert isinstance(text, str) and stored_episode(sample.store).final_answer == "6*7 = \\boxed{42}"
+        references = {
+            change.value
+            for event in sample.events
+            if isinstance(event, StoreEvent | StateEvent)
+            for change in event.changes
+            if change.path in (f"/{EPISODE_KEY}", f"/store/{EPISODE_KEY}")
+        }
+        (reference,) = references  # the store events and the state event all name the same attachment
+        assert reference.startswith("attachment://")
+        assert sample.attachments[reference.removeprefix("attachment://")] == text

@@ -9,9 +9,9 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
+from harness.systems.accounting import ACCOUNTING_SCORE
+from harness.systems.inspect_adapter import stored_episode
 from harness.systems.parsing import last_boxed
-from harness.systems.types import Episode
 from harness.testing import scripted_model
 from judges.response import response_to_judge
 
@@ -55,13 +55,18 @@ def test_trained_verifier_and_corrector_pair_with_another_solver(tmp_path):
     )[0]
 
     assert log.status == "success"
-    scores = {score.name: score.metrics["accuracy"].value for score in log.results.scores}
-    assert scores == {"boxed_final": 1.0, "boxed_solver": 0.0}
+    scores = {score.name: score.metrics for score in log.results.scores}
+    assert set(scores) == {
+        "boxed_final",
+        "boxed_solver",
+        ACCOUNTING_SCORE,
+    }  # the system solver counts the cost
+    assert (scores["boxed_final"]["accuracy"].value, scores["boxed_solver"]["accuracy"].value) == (1.0, 0.0)
     assert {"verifier", "corrector"} <= set(log.stats.role_usage)
     assert {"mockllm/solver-model", "mockllm/verifier-model", "mockllm/corrector-model"} <= set(
         log.stats.model_usage
     )
-    episode = Episode.from_dict(log.samples[0].store[EPISODE_KEY])
+    episode = stored_episode(log.samples[0].store)
     assert [c.role for c in episode.calls] == ["solver", "verifier", "corrector", "verifier"]
     assert [c.meta.get("verdict") for c in episode.calls] == [None, False, None, True]
     assert log.samples[0].store["answer.solver"] == "6*7 = \\boxed{41}"

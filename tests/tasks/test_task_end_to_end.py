@@ -17,6 +17,7 @@ from harness.datasets import DatasetUnavailableError, MalformedRowError, Missing
 from harness.datasets.loader import bundled_samples_path
 from harness.evaluation import benchmark_task
 from harness.prompts import load_prompt
+from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 from judges.grader import GraderMissingError
 
@@ -255,7 +256,7 @@ def _system_prompts(task, **eval_args) -> dict[str, str | None]:
     assert log.status == "success", log.error
     prompts = {}
     for sample in log.samples:
-        messages = sample.store["episode"]["calls"][0]["messages"]
+        messages = stored_episode(sample.store).calls[0].messages
         prompts[sample.id] = messages[0]["content"] if messages[0]["role"] == "system" else None
     return prompts
 
@@ -379,10 +380,10 @@ def test_qa_tasks_send_flashrags_system_prompt_and_user_template(load_task):
     (log,) = eval(nq, model=scripted_model(lambda messages, config: "x"), display="none")
     assert log.status == "success", log.error
     for sample in log.samples:
-        messages = sample.store["episode"]["calls"][0]["messages"]
+        messages = stored_episode(sample.store).calls[0].messages
         assert [m["role"] for m in messages] == ["system", "user"]
         assert messages[0]["content"] == load_prompt("direct_qa")
         assert messages[1]["content"] == f"Question: {sample.input}"  # FlashRAG's base_user_prompt
     math = benchmark_task("aime2025", data="samples", limit=1, system="direct")
     (log,) = eval(math, model=scripted_model(lambda messages, config: "\\boxed{1}"), display="none")
-    assert log.samples[0].store["episode"]["calls"][0]["messages"][1]["content"] == log.samples[0].input
+    assert stored_episode(log.samples[0].store).calls[0].messages[1]["content"] == log.samples[0].input

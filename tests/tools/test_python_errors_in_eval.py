@@ -12,8 +12,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode
+from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 from judges.scorers import math_scorer
 
@@ -92,7 +91,7 @@ def test_failed_python_calls_come_back_as_tool_errors_and_every_sample_is_scored
         assert sample.error is None
         assert sample.scores["math"].value["correct"] == (1.0 if answer == "42" else 0.0)
         assert sample.scores["math"].answer == answer
-        episode = Episode.from_dict(sample.store[EPISODE_KEY])
+        episode = stored_episode(sample.store)
         [tool_call] = episode.tool_calls
         assert (tool_call.name, tool_call.output, tool_call.turn) == ("python", "", 0)
         assert tool_call.error.startswith(error_start + "\n")

@@ -14,8 +14,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode
+from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 from harness.tools import bwrap
 from judges.scorers import math_scorer
@@ -51,7 +50,7 @@ def test_an_api_key_in_the_harness_environment_never_reaches_the_eval_log(tmp_pa
 
     assert log.status == "success"
     [sample] = log.samples
-    [tool_call] = Episode.from_dict(sample.store[EPISODE_KEY]).tool_calls
+    [tool_call] = stored_episode(sample.store).tool_calls
     assert tool_call.error is None
     assert "'HOME': '/sandbox'" in tool_call.output  # the code ran and printed what it could read
     assert secret not in tool_call.output

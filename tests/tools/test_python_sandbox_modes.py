@@ -12,8 +12,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode
+from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 from harness.tools import ToolConfigError, build_toolbox, bwrap, python_sandbox
 
@@ -90,7 +89,7 @@ def test_inspect_mode_runs_the_code_in_the_samples_sandbox(tmp_path, bm25_index,
     )
     [log] = eval(task, model=scripted_model(agent), log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success"
-    [tool_call] = Episode.from_dict(log.samples[0].store[EPISODE_KEY]).tool_calls
+    [tool_call] = stored_episode(log.samples[0].store).tool_calls
     if sandbox == "local":
         assert tool_call.error is None
         number, cwd = tool_call.output.split()

@@ -11,8 +11,8 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
 from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY
-from harness.systems.types import Episode, ToolError
+from harness.systems.inspect_adapter import stored_episode
+from harness.systems.types import ToolError
 from harness.testing import scripted_model
 from harness.tools import build_toolbox, tool_documents
 from judges.scorers import math_scorer
@@ -122,7 +122,7 @@ def test_a_wrong_shape_in_an_eval_goes_back_to_the_agent_and_the_sample_is_score
     assert log.status == "success"
     [sample] = log.samples
     assert sample.error is None
-    [tool_call] = Episode.from_dict(sample.store[EPISODE_KEY]).tool_calls
+    [tool_call] = stored_episode(sample.store).tool_calls
     assert tool_call.error.startswith(
         f"serper search: the answer from {web.url}/serper has an unexpected shape: "
     )

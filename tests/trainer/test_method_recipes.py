@@ -39,3 +39,10 @@ def test_plain_grpo_is_the_default_method():
         AlgorithmConfig().method == "grpo"
         and load_config(RECIPES / "grpo-toy.yaml").algorithm.method == "grpo"
     )
+
+
+def test_mask_learning_recipe_trains_mask_tinys_system_on_every_question_each_step():
+    tiny, learn = load_config(RECIPES / "mask-tiny.yaml"), load_config(RECIPES / "mask-learn.yaml")
+    assert learn.task == tiny.task and learn.algorithm == tiny.algorithm and learn.optim == tiny.optim
+    assert learn.warmup == tiny.warmup and learn.model == tiny.model
+    assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]

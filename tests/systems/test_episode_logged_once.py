@@ -28,12 +28,17 @@ def _replies(messages, config) -> str:
     return "6*7 = \\boxed{42}" if "Findings" in prompt else "6*7 = \\boxed{41}"
 
 
-def test_the_episode_is_stored_once_per_sample_after_the_run(tmp_path):
-    samples = [Sample(id=i, input=f"Compute 6*7 ({i}).", target="42") for i in range(3)]
+def _vc_eval_samples(log_dir, count: int) -> list:
+    """The logged samples of a real V-C eval of ``count`` questions on the scripted model."""
+    samples = [Sample(id=i, input=f"Compute 6*7 ({i}).", target="42") for i in range(count)]
     task = Task(dataset=samples, solver=system_solver("vc", accept_after=1), scorer=includes())
-    (log,) = eval(task, model=scripted_model(_replies), log_dir=str(tmp_path), display="none")
+    (log,) = eval(task, model=scripted_model(_replies), log_dir=str(log_dir), display="none")
     assert log.status == "success", log.error
-    for sample in read_eval_log(log.location).samples:
+    return read_eval_log(log.location).samples
+
+
+def test_the_episode_is_stored_once_per_sample_after_the_run(tmp_path):
+    for sample in _vc_eval_samples(tmp_path, 3):
         spans = {event.id: event for event in sample.events if isinstance(event, SpanBeginEvent)}
         episode_writes = [
             (change.op, change.path, spans[event.span_id].type)
@@ -50,11 +55,7 @@ def test_the_episode_is_stored_once_per_sample_after_the_run(tmp_path):
 
 
 def test_the_log_holds_the_episode_text_once_and_its_events_refer_to_it(tmp_path):
-    samples = [Sample(id=i, input=f"Compute 6*7 ({i}).", target="42") for i in range(2)]
-    task = Task(dataset=samples, solver=system_solver("vc", accept_after=1), scorer=includes())
-    (log,) = eval(task, model=scripted_model(_replies), log_dir=str(tmp_path), display="none")
-    assert log.status == "success", log.error
-    for sample in read_eval_log(log.location).samples:
+    for sample in _vc_eval_samples(tmp_path, 2):
         text = sample.store[EPISODE_KEY]
         assert isinstance(text, str) and stored_episode(sample.store).final_answer == "6*7 = \\boxed{42}"
         references = {

@@ -13,7 +13,8 @@ from harness.systems.mars import ROLES
 @pytest.mark.slow
 def test_both_mars_systems_train_after_the_cold_start_and_the_export_is_scored(tmp_path):
     trainer = warm_started("mars-tiny.yaml", tmp_path / "run")
-    assert_every_role_has_signal(trainer, ROLES)  # episode seeds: the same draws however the searches interleave
+    # episode seeds: the same draws however the threaded searches interleave
+    assert_every_role_has_signal(trainer, ROLES)
     score_export(
         trainer,
         "qa.py@bamboogle",

@@ -5,9 +5,10 @@ and papers read, python calls and, when every model that answered has a price, U
 its ``accounting`` score (``record_account``), and Inspect reports them with the metrics of the registered
 ``accounting`` scorer (the mean per attempt, one attempt being one question in one epoch, and totals over the whole
 eval), next to the judge's scores. The solver writes the score itself, where the Episode is at hand: a scorer of
-its own cost every sample a scorer span (two more events) and a pass over the stored Episode. A page read is a ``browse`` call that returned text (MARS reads result pages
-that way; react and MATPO's worker browse themselves); one that read a ``scholar`` result counts as a paper (table
-6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model
+its own cost every sample a scorer span (two more events) and a pass over the stored Episode.
+
+A page read is a ``browse`` call that returned text (MARS reads result pages that way; react and MATPO's worker
+browse themselves); one that read a ``scholar`` result counts as a paper (table 6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model
 name), a small table to edit; a model without an entry leaves ``cost_usd`` blank (NaN), never zero.
 """
 

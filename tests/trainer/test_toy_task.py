@@ -45,6 +45,25 @@ def test_questions_are_reproducible_and_their_answers_are_the_sums():
     assert len({item["question"] for item in fixed.items}) > 1  # same target, different questions
 
 
+def test_a_fixed_total_question_never_states_its_sum_when_operands_start_at_one():
+    """The Verifier recipe's toy: a 7 in the Verifier's prompt is then the judged solution's, never the question's."""
+    operands = [
+        tuple(map(int, re.match(r"What is (\d+) \+ (\d+)\?", item["question"]).groups()))
+        for item in addition_task(n_prompts=64, total=7, min_operand=1).items
+    ]
+    assert all(min(pair) >= 1 and sum(pair) == 7 for pair in operands)
+    assert "7" not in "".join(str(a) + str(b) for a, b in operands)
+    assert {a for a, _ in operands} == {1, 2, 3, 4, 5, 6}
+    assert (
+        addition_task(n_prompts=20, total=7).items
+        == addition_task(n_prompts=20, total=7, min_operand=0).items
+    )
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="n_prompts >= 1"):
         addition_task(n_prompts=0)
+    with pytest.raises(ValueError, match="total >= 2 \\* min_operand"):
+        addition_task(total=7, min_operand=4)
+    with pytest.raises(ValueError, match="min_operand <= max_operand"):
+        addition_task(max_operand=3, min_operand=4)

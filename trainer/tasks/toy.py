@@ -10,7 +10,9 @@ that answer, never the answer's look:
 
 With ``total`` set every question sums to that same number (``"What is 3 + 4?"``, ``"What is 6 + 1?"``...): the
 "emit a target number" task a randomly initialised tiny model can learn within a CI-sized budget. Without it the
-sums vary and the policy must actually add.
+sums vary and the policy must actually add. ``min_operand`` bounds both operands from below: with ``total`` and
+``min_operand: 1`` no question states its own sum ("What is 0 + 7?"), so the sum's number appears in a Verifier's
+prompt only where the judged solution writes it.
 """
 
 from __future__ import annotations
@@ -54,24 +56,33 @@ def reply_reward(reply: str, answer: str) -> float:
 
 
 def addition_task(
-    n_prompts: int = 32, seed: int = 0, max_operand: int = 50, total: int | None = None
+    n_prompts: int = 32,
+    seed: int = 0,
+    max_operand: int = 50,
+    total: int | None = None,
+    min_operand: int = 0,
 ) -> ToyTask:
-    """``n_prompts`` questions "What is a + b?" with reproducible operands in ``[0, max_operand]``.
+    """``n_prompts`` questions "What is a + b?" with reproducible operands in ``[min_operand, max_operand]``.
 
-    ``total`` fixes every sum (then ``0 <= a <= total`` and ``b = total - a``).
+    ``total`` fixes every sum (then ``min_operand <= a <= total - min_operand`` and ``b = total - a``).
     """
-    if n_prompts < 1 or max_operand < 0 or (total is not None and total < 0):
+    if (
+        n_prompts < 1
+        or not 0 <= min_operand <= max_operand
+        or (total is not None and total < 2 * min_operand)
+    ):
         raise ValueError(
-            f"addition_task: need n_prompts >= 1, max_operand >= 0 and total >= 0 or null; got {n_prompts}, "
-            f"{max_operand}, {total}"
+            f"addition_task: need n_prompts >= 1, 0 <= min_operand <= max_operand and total >= 2 * min_operand "
+            f"or null; got n_prompts={n_prompts}, min_operand={min_operand}, max_operand={max_operand}, "
+            f"total={total}"
         )
     rng = random.Random(seed)
     items = []
     for index in range(n_prompts):
         if total is None:
-            a, b = rng.randint(0, max_operand), rng.randint(0, max_operand)
+            a, b = rng.randint(min_operand, max_operand), rng.randint(min_operand, max_operand)
         else:
-            a = rng.randint(0, total)
+            a = rng.randint(min_operand, total - min_operand)
             b = total - a
         items.append(
             {

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -265,6 +265,9 @@ class WarmupConfig:
     """Scripted runs of the system per question (under MarsRL's grouped rollouts: grouped rollouts)."""
     batch_size: StrictInt = Field(default=16, ge=1)
     """Demonstration samples per fine-tuning step."""
+    demo_skills: dict[StrictStr, Annotated[StrictFloat, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
+    """Per role of the system, the probability that its scripted decision is right (a right answer, a true
+    verdict), overriding the demonstration policy's default (``trainer/demos/<system>.py`` ``SKILLS``)."""
     critic_steps: StrictInt = Field(default=0, ge=0)
     """Steps fitting the critic (``algorithm.advantage: gae``) to the demonstrations' returns after the policy's
     fine-tuning (same ``lr`` and ``batch_size``); 0 leaves the critic's value head as initialised."""
@@ -332,6 +335,20 @@ class TrainConfig:
                     f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
                     f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(POLICIES))}",
                 )
+            roles = POLICIES[self.task.system].skills
+            unknown = sorted(set(self.warmup.demo_skills) - set(roles))
+            if unknown:
+                raise ConfigProblem(
+                    "warmup.demo_skills",
+                    f"the {self.task.system} demonstration policy has no skill for {', '.join(unknown)}",
+                    f"use its roles: {', '.join(sorted(roles))}",
+                )
+        elif self.warmup.demo_skills:
+            raise ConfigProblem(
+                "warmup.demo_skills",
+                "sets the cold start's demonstrations, and warmup.steps is 0",
+                "remove it",
+            )
         return self
 
 

@@ -148,3 +148,41 @@ def test_demonstrations_are_judged_by_an_asynchronous_judge_and_unscored_ones_dr
     assert (
         asyncio.run(judged(object(), {"answer": "Lomir"}, episodes)) == episodes
     )  # a rule judge: nothing to ask
+
+
+def _verdicts_right(trainer: Trainer) -> list[bool]:
+    """For every Verifier call of the recipe's demonstrations: whether its verdict matches the judged solution."""
+    from trainer.methods.marsrl import agent_rewards
+
+    right = []
+    for item in trainer.task.items:
+        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+            rewards = agent_rewards(episode, item["answer"])
+            right += [rewards[call.id] > 0 for call in episode.calls_by_role("verifier")]
+    return right
+
+
+def test_a_recipe_sets_the_demonstrations_skill_per_role(tiny_model_dir, tmp_path):
+    trainer = _trainer("marsrl-tiny.yaml", tiny_model_dir, tmp_path)
+    assert not all(_verdicts_right(trainer))  # the default Verifier errs part of the time
+    trainer.config.warmup.demo_skills = {"verifier": 1.0}
+    assert all(_verdicts_right(trainer))
+    trainer.config.warmup.demo_skills = {"verifier": 0.0}
+    assert not any(_verdicts_right(trainer))
+
+
+@pytest.mark.parametrize(
+    ("warmup", "message"),
+    [
+        (
+            {"steps": 1, "demo_skills": {"critic": 0.5}},
+            "warmup.demo_skills: the vc demonstration policy has no "
+            "skill for critic; use its roles: corrector, solver, verifier",
+        ),
+        ({"steps": 1, "demo_skills": {"verifier": 1.5}}, "warmup.demo_skills"),
+        ({"steps": 0, "demo_skills": {"verifier": 0.9}}, "warmup.demo_skills: .* warmup.steps is 0"),
+    ],
+)
+def test_bad_demonstration_skills_fail_at_load(warmup, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": warmup})

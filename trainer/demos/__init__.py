@@ -2,8 +2,9 @@
 
 A demonstration policy plays every role of its system the way the system's parser expects (MARS tool calls with a
 purpose, MarsRL verdicts, MATPO worker requests, M-ASK sub-queries, evidence and knowledge-state updates), reading
-what it needs from the very messages the system sends, and errs on purpose part of the time (``DemoPolicy.skill``):
-the fine-tuned model then keeps every role's outputs varied enough for group-relative advantages to be non-zero.
+what it needs from the very messages the system sends, and errs on purpose part of the time (its ``skills``: per
+role, the probability its decision is right; a recipe's ``warmup.demo_skills`` overrides the defaults): the
+fine-tuned model then keeps every role's outputs varied enough for group-relative advantages to be non-zero.
 
 ``ScriptedChat`` serves a policy as a harness ``Chat``, so demonstrations run through the real system code
 (``harness.systems``) and give exactly the Episodes an RL rollout gives.
@@ -12,20 +13,38 @@ the fine-tuned model then keeps every role's outputs varied enough for group-rel
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.systems.types import Message, Reply
+from harness.systems.types import Message
+from harness.systems.types import Reply as ModelReply
 from trainer.demos import mars, mask, matpo, vc
 
-Policy = Callable[[str, list[Message], dict[str, Any], random.Random], str]
-"""``policy(role, messages, item, rng) -> reply text`` for one model call of a system on ``item``."""
+Skills = Mapping[str, float]
+"""Role -> probability that the scripted decision of that role is right."""
 
-POLICIES: dict[str, Policy] = {"vc": vc.reply, "mars": mars.reply, "matpo": matpo.reply, "mask": mask.reply}
+Reply = Callable[[str, list[Message], dict[str, Any], random.Random, Skills], str]
+"""``reply(role, messages, item, rng, skills) -> reply text`` for one model call of a system on ``item``."""
 
 
-def demo_policy(system: str) -> Policy:
+@dataclass(frozen=True)
+class DemoPolicy:
+    """A system's scripted reply function and its default skills."""
+
+    reply: Reply
+    skills: Skills
+
+
+POLICIES: dict[str, DemoPolicy] = {
+    "vc": DemoPolicy(vc.reply, vc.SKILLS),
+    "mars": DemoPolicy(mars.reply, mars.SKILLS),
+    "matpo": DemoPolicy(matpo.reply, matpo.SKILLS),
+    "mask": DemoPolicy(mask.reply, mask.SKILLS),
+}
+
+
+def demo_policy(system: str) -> DemoPolicy:
     """The scripted policy of ``system``; a system without one is an error naming those that have one."""
     if system not in POLICIES:
         raise ValueError(
@@ -40,13 +59,17 @@ class ScriptedChat:
     """A ``Chat`` whose replies come from a demonstration policy for one question (``item``).
 
     ``tokenizer`` is the policy model's, so systems that count tokens (MARS's System-1 bins) pack exactly as in
-    the RL rollouts.
+    the RL rollouts; ``skills`` override the policy's defaults role by role.
     """
 
-    policy: Policy
+    policy: DemoPolicy
     item: dict[str, Any]
     rng: random.Random
     tokenizer: Any = None
+    skills: Skills = field(default_factory=dict)
 
-    async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:  # noqa: ARG002
-        return Reply(text=self.policy(role, messages, self.item, self.rng), model="scripted-demo")
+    async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> ModelReply:  # noqa: ARG002
+        skills = {**self.policy.skills, **self.skills}
+        return ModelReply(
+            text=self.policy.reply(role, messages, self.item, self.rng, skills), model="scripted-demo"
+        )

@@ -3,16 +3,17 @@
 short so that a tiny model reproduces them intact.
 
 * Planner, first turn: delegates the country as its subtask through ``search_and_browse``; later turns:
-  ``\\boxed{}`` with the capital the worker's summary names (with probability ``PLANNER_SKILL``, else another
+  ``\\boxed{}`` with the capital the worker's summary names (with probability ``skills["planner"]``, else another
   country's capital);
 * Worker, first turn: one ``google_search`` for the country's capital (other countries' passages match too); then (and in its final summary) the capital the
-  results state for it -- with probability ``WORKER_SKILL``, else a distractor result's.
+  results state for it -- with probability ``skills["worker"]``, else a distractor result's.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from harness.systems.matpo import PLANNER, PLANNER_TOOL, WORKER
@@ -27,8 +28,8 @@ from trainer.demos.text import (
     stated_capital,
 )
 
-PLANNER_SKILL = 0.8
-WORKER_SKILL = 0.7
+SKILLS = {PLANNER: 0.8, WORKER: 0.7}
+"""Defaults; a recipe's ``warmup.demo_skills`` overrides them."""
 TOOL_USE = "<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n<arguments>{arguments}</arguments>\n</use_mcp_tool>"
 
 
@@ -37,14 +38,16 @@ def tool_use(server: str, tool: str, arguments: dict[str, str]) -> str:
     return TOOL_USE.format(server=server, tool=tool, arguments=json.dumps(arguments))
 
 
-def reply(role: str, messages: list[Message], item: dict[str, Any], rng: random.Random) -> str:
+def reply(
+    role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, skills: Mapping[str, float]
+) -> str:
     name = country(item["question"])
     first_turn = not any(m["role"] == "assistant" for m in messages)
     if role == PLANNER:
         if first_turn:
             return tool_use("agent", PLANNER_TOOL, {"subtask": name})
         summary = named_capital(last_content(messages, "user"))
-        return f"\\boxed{{{pick(summary, other_capitals(summary), PLANNER_SKILL, rng)}}}"
+        return f"\\boxed{{{pick(summary, other_capitals(summary), skills[PLANNER], rng)}}}"
     if role == WORKER:
         if first_turn:
             return tool_use("search", "google_search", {"q": f"capital of {name}"})
@@ -52,5 +55,5 @@ def reply(role: str, messages: list[Message], item: dict[str, Any], rng: random.
         if "<use_mcp_tool>" not in previous:  # the final summary restates the finding
             return previous
         results = "\n".join(m["content"] for m in messages if m["role"] == "user")
-        return pick(stated_capital(results, name), distractors(results, name), WORKER_SKILL, rng) or "none"
+        return pick(stated_capital(results, name), distractors(results, name), skills[WORKER], rng) or "none"
     raise ValueError(f"the matpo demonstration policy has no role {role!r}")

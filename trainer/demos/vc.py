@@ -1,15 +1,18 @@
 """The V-C system's demonstration policy (MarsRL's Solver, Verifier and Corrector) for questions with a known
 numeric answer (``trainer.tasks.toy.addition_task``).
 
-* Solver: ``\\boxed{answer}``, right with probability ``SOLVER_SKILL`` (else off by 1 to 3);
+* Solver: ``\\boxed{answer}``, right with probability ``skills["solver"]`` (else off by 1 to 3);
 * Verifier: restates the judged answer, then the ``Correctness`` field the V-C parser reads: the true verdict with
-  probability ``VERIFIER_SKILL``, else the opposite one;
-* Corrector: a new ``\\boxed{}`` solution, right with probability ``CORRECTOR_SKILL``.
+  probability ``skills["verifier"]``, else the opposite one;
+* Corrector: a new ``\\boxed{}`` solution, right with probability ``skills["corrector"]``.
+
+``SKILLS`` are the defaults; a recipe's ``warmup.demo_skills`` overrides them.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from harness.systems.types import Message
@@ -18,9 +21,7 @@ from judges.math import extract_answer
 from trainer.demos.text import last_content
 from trainer.rewards import gold_text
 
-SOLVER_SKILL = 0.5
-VERIFIER_SKILL = 0.75
-CORRECTOR_SKILL = 0.7
+SKILLS = {SOLVER: 0.5, VERIFIER: 0.75, CORRECTOR: 0.7}
 
 
 def solution(answer: str, skill: float, rng: random.Random) -> str:
@@ -36,12 +37,12 @@ def verdict(judged: str | None, answer: str, skill: float, rng: random.Random) -
     return f"The answer is {judged}.\nCorrectness: {'Correct' if says_right else 'Wrong'}"
 
 
-def reply(role: str, messages: list[Message], item: dict[str, Any], rng: random.Random) -> str:
+def reply(
+    role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, skills: Mapping[str, float]
+) -> str:
     answer = gold_text(item["answer"])
-    if role == SOLVER:
-        return solution(answer, SOLVER_SKILL, rng)
+    if role in (SOLVER, CORRECTOR):
+        return solution(answer, skills[role], rng)
     if role == VERIFIER:  # the user message holds the problem, then the judged solution
-        return verdict(extract_answer(last_content(messages, "user")), answer, VERIFIER_SKILL, rng)
-    if role == CORRECTOR:
-        return solution(answer, CORRECTOR_SKILL, rng)
+        return verdict(extract_answer(last_content(messages, "user")), answer, skills[VERIFIER], rng)
     raise ValueError(f"the vc demonstration policy has no role {role!r}")

@@ -134,4 +134,5 @@ def store_episode(state: TaskState, episode: Episode) -> None:
         model=(last_reply.model if last_reply and last_reply.model else "system"),
         content=episode.final_answer or "",
     )
-    state.messages.append(state.output.message)  # the output's own message, as Inspect's generate() appends it
+    # the output's own message, as Inspect's generate() appends it
+    state.messages.append(state.output.message)

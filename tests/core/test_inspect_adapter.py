@@ -33,7 +33,8 @@ def test_direct_system_stores_episode_and_answer(tmp_path):
     assert episode.calls[0].messages == [{"role": "user", "content": "What is 1 + 1?"}]
     assert episode.final_answer == sample.output.completion == "The answer is 2."
     assert set(sample.store) == {"episode"}  # the final answer is stored once, in the Episode
-    assert sample.messages[-1] == sample.output.message  # the output's own message (same id), as generate() does
+    # the conversation ends with the output's own message (same id), as generate() leaves it
+    assert sample.messages[-1] == sample.output.message
 
 
 def test_role_binding_overrides_evaluated_model(tmp_path):

@@ -12,8 +12,8 @@ benchmark compares. The scripted model replies at once, and both sides run with 
 plain display (``UNTIMED``): Inspect recomputes the displayed metrics every 0.9 s of wall clock and the rich display
 (``display="none"`` included) redraws its progress every second, work that under valgrind's ~50x slow-down would
 run 50 times as often as in a real eval, and more often the more loaded the machine is. The plain display prints a
-status line at most every 5 s and the same results panel at the end. Instructions are not time (cache misses, the allocator and the garbage collector weigh
-differently), so this complements the CPU-time ratio, it does not replace it.
+status line at most every 5 s and the same results panel at the end. Instructions are not time (cache misses, the
+allocator and the garbage collector weigh differently), so this complements the CPU-time ratio, it does not replace it.
 
 Run (about 4 minutes of one core): ``PYTHONPATH=$PWD .venv/bin/python benchmarks/harness_instructions.py``.
 """
@@ -107,7 +107,8 @@ def main() -> None:
     ours, plain = lines["harness"], lines["plain"]
     for side, counted in lines.items():
         print(
-            f"{side:8s}: {counted.per_sample / 1e6:7.2f} M instructions per sample, {counted.per_eval / 1e6:.0f} M per eval"
+            f"{side:8s}: {counted.per_sample / 1e6:7.2f} M instructions per sample, "
+            f"{counted.per_eval / 1e6:.0f} M per eval"
         )
     print(
         f"harness/plain in instructions: per sample {ours.per_sample / plain.per_sample:.3f}, "

@@ -11,8 +11,9 @@ the event loop once, and only when that tick brought a newcomer does it yield ``
 new ones keep arriving (at most until ``batch_size`` wait or ``wait_ms`` passed). The calls of one
 ``asyncio.gather`` pass Inspect's awaits in step, so they are all queued before the worker's first tick; a lone
 request therefore starts after one tick, as fast as unbatched generation would. It does NOT sit out a wall-clock
-window as static batching does, since a request arriving later joins the running batch at the next step anyway. While rows run, newcomers join at the next step. A failing prefill
-fails the requests being admitted; a failing decode step fails every row in it (the batch then starts afresh).
+window as static batching does, since a request arriving later joins the running batch at the next step anyway.
+While rows run, newcomers join at the next step. A failing prefill fails the requests being admitted; a failing
+decode step fails every row in it (the batch then starts afresh).
 A cancelled request's row is dropped from the batch. A worker starts afresh: rows and completions of an earlier
 event loop (one that stopped without cancelling its requests) are dropped, once that loop's decode thread, which
 nothing stops, has finished its step (one thread at a time works on the batch). ``batch_sizes`` records how many

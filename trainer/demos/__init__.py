@@ -12,6 +12,7 @@ fine-tuned model then keeps every role's outputs varied enough for group-relativ
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 from harness.systems.types import Message
 from harness.systems.types import Reply as ModelReply
 from trainer.demos import mars, mask, matpo, vc
+from trainer.episode_seeds import call_seed
 
 Skills = Mapping[str, float]
 """Role -> probability that the scripted decision of that role is right."""
@@ -69,7 +71,11 @@ class ScriptedChat:
     skills: Skills = field(default_factory=dict)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> ModelReply:  # noqa: ARG002
+        """The policy's reply, drawn from the episode's seed for this prompt when one is bound (so concurrent
+        episodes script the same replies whatever order their calls arrive in), else from ``rng``."""
+        seed = call_seed(json.dumps(messages, sort_keys=True))
+        rng = self.rng if seed is None else random.Random(seed)
         skills = {**self.policy.skills, **self.skills}
         return ModelReply(
-            text=self.policy.reply(role, messages, self.item, self.rng, skills), model="scripted-demo"
+            text=self.policy.reply(role, messages, self.item, rng, skills), model="scripted-demo"
         )

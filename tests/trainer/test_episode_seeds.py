@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from harness.providers.generation import Sampling
-from trainer.demos import ScriptedChat
+from trainer.demos import DemoPolicy, ScriptedChat
 from trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 from trainer.policy import PolicyChat
 
@@ -65,7 +65,7 @@ def test_episodes_draw_the_same_tokens_whichever_call_reaches_the_policy_first(
 def test_scripted_demonstrations_draw_the_same_replies_whichever_episode_calls_first():
     """The cold start's scripted chat: one shared ``rng`` would hand out draws in arrival order."""
 
-    def policy(role, messages, item, rng) -> str:
+    def reply(role, messages, item, rng, skills) -> str:
         return f"{rng.random():.12f}"
 
     async def episode(chat: ScriptedChat, seed: int, question: str, delay: float) -> list[str]:
@@ -74,7 +74,7 @@ def test_scripted_demonstrations_draw_the_same_replies_whichever_episode_calls_f
         return [(await chat("agent", [{"role": "user", "content": question}])).text for _ in range(2)]
 
     async def demos(delays: tuple[float, float]) -> list[list[str]]:
-        chat = ScriptedChat(policy, {}, random.Random(0))
+        chat = ScriptedChat(DemoPolicy(reply, skills={}), {}, random.Random(0))
         return list(await asyncio.gather(episode(chat, 1, "a", delays[0]), episode(chat, 2, "b", delays[1])))
 
     early, late = asyncio.run(demos((0.0, 0.02))), asyncio.run(demos((0.02, 0.0)))

@@ -251,6 +251,21 @@ class OptimConfig:
 
 
 @config_dataclass
+class MaskDemoConfig:
+    """How often M-ASK's scripted demonstrations (``trainer.demos.mask``) play a role right: the cold start's
+    policy inherits these odds, so they set how much room each role leaves RL to improve."""
+
+    plan_recall: StrictFloat = Field(default=0.3, ge=0, le=1)
+    """Share of plans that answer the question outright (as a model that has seen it); the rest answer
+    ``unknown``. 0 keeps the look-up task's premise: only the corpus knows the invented capitals."""
+    summary_skill: StrictFloat = Field(default=0.7, ge=0, le=1)
+    """Share of summaries whose evidence is the capital the retrieved passages state for the question's
+    country; the rest take a distractor passage's."""
+    answer_skill: StrictFloat = Field(default=0.9, ge=0, le=1)
+    """Share of answers that copy the capital the trajectory names; the rest name another capital."""
+
+
+@config_dataclass
 class WarmupConfig:
     """The cold start before RL (``trainer.warmup``): supervised fine-tuning on scripted demonstrations of the
     recipe's system (``trainer.demos``), with the loss masks the RL stage uses. Not ``optim.warmup_steps`` (the
@@ -268,6 +283,8 @@ class WarmupConfig:
     critic_steps: StrictInt = Field(default=0, ge=0)
     """Steps fitting the critic (``algorithm.advantage: gae``) to the demonstrations' returns after the policy's
     fine-tuning (same ``lr`` and ``batch_size``); 0 leaves the critic's value head as initialised."""
+    mask: MaskDemoConfig = Field(default_factory=MaskDemoConfig)
+    """M-ASK's demonstration odds; only ``task.system: mask`` reads it."""
 
 
 @config_dataclass
@@ -332,6 +349,10 @@ class TrainConfig:
                     f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
                     f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(POLICIES))}",
                 )
+        if self.task.system != "mask" and self.warmup.mask != MaskDemoConfig():
+            raise ConfigProblem(
+                "warmup.mask", f"applies to task.system 'mask' only, and it is {self.task.system!r}", "remove it"
+            )
         return self
 
 

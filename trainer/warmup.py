@@ -64,7 +64,8 @@ class WarmupStep:
 async def demo_episodes(trainer: Trainer, item: dict[str, Any], rng: random.Random) -> list[Episode]:
     """One question's demonstration episodes, run through the trainer's system (or its method's rollout), less
     those its judge left unscored (``judged``)."""
-    chat = ScriptedChat(demo_policy(trainer.rollout.system.name), item, rng, trainer.tokenizer)
+    policy = demo_policy(trainer.rollout.system.name, trainer.config.warmup)
+    chat = ScriptedChat(policy, item, rng, trainer.tokenizer)
     count = trainer.config.warmup.demos_per_item
     if trainer.rollout.own_rollout is not None:
         groups = [await trainer.rollout.own_rollout(item, chat, rng) for _ in range(count)]

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.systems import get_system
-from harness.systems.types import Episode
+from harness.systems.types import Episode, IntermediateAnswer
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from trainer.demos.text import named_capital
 from trainer.engine import Trainer
 from trainer.samples import Sample
 from trainer.warmup import (
@@ -148,3 +149,25 @@ def test_demonstrations_are_judged_by_an_asynchronous_judge_and_unscored_ones_dr
     assert (
         asyncio.run(judged(object(), {"answer": "Lomir"}, episodes)) == episodes
     )  # a rule judge: nothing to ask
+
+
+def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(tiny_model_dir, tmp_path):
+    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.mask.plan_recall, trainer.config.warmup.mask.answer_skill = 1.0, 0.0
+    item = trainer.task.items[0]
+    episodes = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+    plans = [IntermediateAnswer.of(episode.intermediate_answers[0]).answer for episode in episodes]
+    assert plans == [item["answer"]] * len(episodes)  # every plan recalls the capital
+    for episode in episodes:  # and no answer copies the capital its trajectory names
+        [answer] = episode.calls_by_role("answer")
+        trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
+        assert named_capital(trajectory) and episode.final_answer not in trajectory
+
+
+@pytest.mark.parametrize(
+    ("mask", "problem"),
+    [({"answer_skill": 1.5}, "warmup.mask.answer_skill"), ({"plan_recall": 0.0}, "warmup.mask: applies to")],
+)
+def test_mask_demonstration_odds_out_of_range_or_on_another_system_fail_at_load(mask, problem):
+    with pytest.raises(ConfigError, match=problem):
+        from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": {"mask": mask}})

@@ -2,7 +2,7 @@
 
 A demonstration policy plays every role of its system the way the system's parser expects (MARS tool calls with a
 purpose, MarsRL verdicts, MATPO worker requests, M-ASK sub-queries, evidence and knowledge-state updates), reading
-what it needs from the very messages the system sends, and errs on purpose part of the time (``DemoPolicy.skill``):
+what it needs from the very messages the system sends, and errs on purpose part of the time (each module's skill odds; M-ASK's from ``warmup.mask``):
 the fine-tuned model then keeps every role's outputs varied enough for group-relative advantages to be non-zero.
 
 ``ScriptedChat`` serves a policy as a harness ``Chat``, so demonstrations run through the real system code
@@ -14,25 +14,40 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.systems.types import Message, Reply
 from trainer.demos import mars, mask, matpo, vc
 
+if TYPE_CHECKING:
+    from trainer.config import WarmupConfig
+
 Policy = Callable[[str, list[Message], dict[str, Any], random.Random], str]
 """``policy(role, messages, item, rng) -> reply text`` for one model call of a system on ``item``."""
 
-POLICIES: dict[str, Policy] = {"vc": vc.reply, "mars": mars.reply, "matpo": matpo.reply, "mask": mask.reply}
+
+def fixed(policy: Policy) -> Callable[[WarmupConfig], Policy]:
+    """A policy the recipe's ``warmup:`` section does not tune."""
+    return lambda _warmup: policy
 
 
-def demo_policy(system: str) -> Policy:
+POLICIES: dict[str, Callable[[WarmupConfig], Policy]] = {
+    "vc": fixed(vc.reply),
+    "mars": fixed(mars.reply),
+    "matpo": fixed(matpo.reply),
+    "mask": mask.policy,
+}
+"""System -> its scripted policy, built from the recipe's ``warmup:`` section (M-ASK reads ``warmup.mask``)."""
+
+
+def demo_policy(system: str, warmup: WarmupConfig) -> Policy:
     """The scripted policy of ``system``; a system without one is an error naming those that have one."""
     if system not in POLICIES:
         raise ValueError(
             f"warmup: no demonstration policy for task.system {system!r}; systems with one: "
             f"{', '.join(sorted(POLICIES))}"
         )
-    return POLICIES[system]
+    return POLICIES[system](warmup)
 
 
 @dataclass

@@ -2,21 +2,25 @@
 (``trainer.tasks.lookup``), in the tags ``harness.systems.mask`` parses; replies are kept short so that a tiny
 model reproduces them intact. The answer tag and the empty search history follow the system's prompt version.
 
-* Plan: one sub-question (the country) with an unknown answer, or -- with probability ``PLAN_RECALL``, as a model
+The odds of playing a role right are the recipe's ``warmup.mask`` (``trainer.config.MaskDemoConfig``):
+
+* Plan: one sub-question (the country) with an unknown answer, or -- with probability ``plan_recall``, as a model
   that has seen the question before -- its capital;
 * Search: ``<search>capital of country</search>`` (other countries' passages match too) while the search
   history is empty, then ``<end>``;
 * Summary: ``<evidence>`` with the capital the retrieved passages state for the country -- with probability
-  ``SUMMARY_SKILL``, else a distractor passage's;
+  ``summary_skill``, else a distractor passage's;
 * Update: ``<Update>t1</Update>`` (the plan's step 1, now answered), or ``<Add>`` when the trajectory is empty;
-* Answer: the capital the trajectory names (with probability ``ANSWER_SKILL``, else
+* Answer: the capital the trajectory names (with probability ``answer_skill``, else
   another country's capital), ``unknown`` when it names none.
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from harness.systems.mask import ANSWER, PLAN, PROMPT_SETS, SEARCH, SUMMARY, UPDATE
 from harness.systems.types import Message
@@ -30,9 +34,9 @@ from trainer.demos.text import (
     stated_capital,
 )
 
-PLAN_RECALL = 0.3
-SUMMARY_SKILL = 0.7
-ANSWER_SKILL = 0.9
+if TYPE_CHECKING:
+    from trainer.config import MaskDemoConfig, WarmupConfig
+
 UNKNOWN = "unknown"
 
 
@@ -47,22 +51,29 @@ def searched_before(user: str) -> bool:
     return not any(p.no_searches in user for p in PROMPT_SETS.values())
 
 
-def reply(role: str, messages: list[Message], item: dict[str, Any], rng: random.Random) -> str:
+def policy(warmup: WarmupConfig) -> Callable[..., str]:
+    """The demonstration policy with the recipe's odds (``warmup.mask``)."""
+    return functools.partial(reply, odds=warmup.mask)
+
+
+def reply(
+    role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, *, odds: MaskDemoConfig
+) -> str:
     name = country(item["question"])
     user = last_content(messages, "user")
     if role == PLAN:
-        guess = str(item["answer"]) if rng.random() < PLAN_RECALL else UNKNOWN
+        guess = str(item["answer"]) if rng.random() < odds.plan_recall else UNKNOWN
         tag = answer_tag(messages)
         return f"<q1>{name}</q1><a1>{guess}</a1><{tag}>{guess}</{tag}>"
     if role == SEARCH:
         return "<end>" if searched_before(user) else f"<search>capital of {name}</search>"
     if role == SUMMARY:
-        return f"<evidence>{pick(stated_capital(user, name), distractors(user, name), SUMMARY_SKILL, rng)}</evidence>"
+        return f"<evidence>{pick(stated_capital(user, name), distractors(user, name), odds.summary_skill, rng)}</evidence>"
     if role == UPDATE:
         return "<Update>t1</Update>" if "t1:" in user else "<Add>t1</Add>"
     if role == ANSWER:
         named = named_capital(user.split("Thinking trajectory:", 1)[-1])
-        capital = pick(named, other_capitals(named), ANSWER_SKILL, rng) if named else UNKNOWN
+        capital = pick(named, other_capitals(named), odds.answer_skill, rng) if named else UNKNOWN
         tag = answer_tag(messages)
         return f"<{tag}>{capital}</{tag}>"
     raise ValueError(f"the mask demonstration policy has no role {role!r}")

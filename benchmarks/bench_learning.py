@@ -10,7 +10,8 @@ It runs the recipe's cold start (``trainer.warmup``), then ``--steps`` RL steps,
 role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
 fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
 method metric (MarsRL: ``marsrl/verifier_precision`` and ``verifier_recall`` on wrong solutions,
-``corrector_fix_rate``, ``solver_accuracy``), and the run's wall time.
+``corrector_fix_rate``, ``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the
+run's wall time.
 """
 
 from __future__ import annotations

@@ -351,7 +351,9 @@ class TrainConfig:
                 )
         if self.task.system != "mask" and self.warmup.mask != MaskDemoConfig():
             raise ConfigProblem(
-                "warmup.mask", f"applies to task.system 'mask' only, and it is {self.task.system!r}", "remove it"
+                "warmup.mask",
+                f"applies to task.system 'mask' only, and it is {self.task.system!r}",
+                "remove it",
             )
         return self
 

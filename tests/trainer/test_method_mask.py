@@ -10,7 +10,7 @@ from _method_helpers import run, smoke_config, tool_returning, two_steps
 
 from trainer.config import TaskConfig
 from trainer.engine import Trainer
-from trainer.methods.mask import f1_reward, rewarded_samples, turn_rewards
+from trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 SCRIPTS = {
@@ -105,3 +105,18 @@ def test_trajectory_level_ablation_rewards_every_call_with_the_final_f1(tiny_mod
     assert [s.reward for s in turn_level.rewarded_samples(ITEM, [run_], None, tiny_tokenizer)][
         0
     ] == 0.0  # plan
+
+
+def test_the_step_metric_is_the_final_answers_f1_whatever_the_agents_earn():
+    right = episode(answer_every_turn=True)  # final answer "Lomir"; its plan earns 0
+    short = run(
+        "mask",
+        ITEM["question"],
+        {**{role: list(replies) for role, replies in SCRIPTS.items()}, "search": ["<end>"]},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        answer_every_turn=True,
+    )  # no search: the Answer agent's "Lomir city" is final, F1 2/3
+    numerator, denominator = METHOD.metrics([ITEM], [[right, short]])["mask/final_answer_f1"]
+    assert (short.final_answer, denominator) == ("Lomir city", 2.0)
+    assert numerator / denominator == pytest.approx((1.0 + 2 / 3) / 2)

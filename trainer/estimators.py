@@ -10,7 +10,7 @@ estimator needs one.
   the row's trained tokens; a method that assigns its own advantages per question (MARS's per-system groups and
   balanced sampling, MATPO's planner-to-worker broadcast) keeps them;
 * ``gae`` -- PPO's generalised advantage estimation with a critic, the row's reward on its last trained token
-  (M-ASK's shared critic).
+  (M-ASK's shared critic), standardised over the step's trained tokens unless ``algorithm.gae_whiten`` is false.
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ def _gae(batch: AdvantageBatch) -> TokenAdvantages:
     token_rewards = torch.zeros_like(mask)
     token_rewards[torch.arange(len(batch.samples)), last] = torch.tensor([s.reward for s in batch.samples])
     values = pad_sequence(batch.values, batch_first=True).cpu()
-    advantages, returns = gae(token_rewards, values, mask, gamma=batch.algo.gamma, lam=batch.algo.lam)
+    advantages, returns = gae(
+        token_rewards, values, mask, gamma=batch.algo.gamma, lam=batch.algo.lam, whiten=batch.algo.gae_whiten
+    )
     lengths = [len(m) for m in batch.masks]
     for row, (sample, length) in enumerate(zip(batch.samples, lengths, strict=True)):
         sample.advantage = advantages[row, :length].tolist()

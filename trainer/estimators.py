@@ -74,6 +74,8 @@ def _grpo(batch: AdvantageBatch) -> TokenAdvantages:
 def _gae(batch: AdvantageBatch) -> TokenAdvantages:
     if batch.values is None:
         raise ValueError("the gae estimator needs the critic's values")
+    if not batch.samples:  # every row filtered out (``filter_zero_variance``): the update skips the step
+        return TokenAdvantages([], [])
     mask = pad_sequence(batch.masks, batch_first=True)
     last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
     token_rewards = torch.zeros_like(mask)

@@ -120,3 +120,29 @@ def test_the_step_metric_is_the_final_answers_f1_whatever_the_agents_earn():
     numerator, denominator = METHOD.metrics([ITEM], [[right, short]])["mask/final_answer_f1"]
     assert (short.final_answer, denominator) == ("Lomir city", 2.0)
     assert numerator / denominator == pytest.approx((1.0 + 2 / 3) / 2)
+
+
+def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model_dir, tmp_path):
+    task = TaskConfig(
+        factory="trainer.tasks.lookup:lookup_task",
+        args={"n_prompts": 1},
+        system="mask",
+        system_options={"max_iterations": 1, "answer_every_turn": True},
+    )
+    config = smoke_config(
+        tiny_model_dir, task, method="mask", advantage="gae", gamma=1.0, lam=1.0, filter_zero_variance=True
+    )
+    trainer = Trainer(config, tmp_path)
+    wrong = {"plan": SCRIPTS["plan"], "search": ["<end>"], "answer": ["<final_answer>Paris</final_answer>"]}
+    nothing_earned = run("mask", ITEM["question"], wrong, tool_returning(), answer_every_turn=True)
+
+    async def scripted_rollout(items):
+        return [[nothing_earned, nothing_earned] for _ in items], [0] * len(items)
+
+    trainer._rollout = scripted_rollout
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    metrics = (
+        trainer.train_step()
+    )  # every reward 0: the question's rows are dropped, nothing is left to train
+    assert metrics["skipped"] == 1.0 and trainer.last_samples == []
+    assert all((a == b).all() for a, b in zip(before, trainer.policy.parameters(), strict=True))

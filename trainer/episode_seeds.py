@@ -6,7 +6,8 @@ what order unseeded rows draw from torch's global generator -- follows thread ti
 call of an episode its own seed instead, derived from the episode's seed, the call's prompt token ids and how many
 times the episode has sent that prompt before: the same episode seed gives the same draws whatever the machine's
 load. ``Rollout`` binds one per episode with ``bind_episode_seed`` (the seed drawn, in order, from the step's
-seeded RNG), and ``PolicyChat`` asks ``call_seed`` for every call that names no seed itself.
+seeded RNG), and ``PolicyChat`` asks ``call_seed`` for every call that names no seed itself; the cold start's
+scripted demonstrations (``trainer.warmup``) draw each reply from the same kind of per-call seed.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ class EpisodeSeeds:
     seed: int
     sent: Counter[bytes] = field(default_factory=Counter)
 
-    def for_prompt(self, prompt_ids: Sequence[int]) -> int:
-        """The seed of the next call with ``prompt_ids``: a hash of (episode seed, prompt, occurrence)."""
-        prompt = b",".join(str(token).encode() for token in prompt_ids)
+    def for_prompt(self, prompt_ids: Sequence[int] | str) -> int:
+        """The seed of the next call with ``prompt_ids`` (token ids, or the prompt's text for a chat that has no
+        tokens): a hash of (episode seed, prompt, occurrence)."""
+        if isinstance(prompt_ids, str):
+            prompt = prompt_ids.encode()
+        else:
+            prompt = b",".join(str(token).encode() for token in prompt_ids)
         occurrence = self.sent[prompt]
         self.sent[prompt] += 1
         digest = hashlib.blake2b(f"{self.seed}:{occurrence}:".encode() + prompt, digest_size=8).digest()
@@ -45,7 +50,7 @@ def bind_episode_seed(seed: int) -> None:
     _CURRENT.set(EpisodeSeeds(seed))
 
 
-def call_seed(prompt_ids: Sequence[int]) -> int | None:
+def call_seed(prompt_ids: Sequence[int] | str) -> int | None:
     """The current episode's seed for a call with ``prompt_ids``; ``None`` outside a seeded episode."""
     seeds = _CURRENT.get()
     return None if seeds is None else seeds.for_prompt(prompt_ids)

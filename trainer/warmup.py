@@ -27,19 +27,22 @@ import asyncio
 import json
 import random
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from harness.systems import run_system
 from harness.systems.types import Episode
 from trainer.demos import ScriptedChat, demo_policy
+from trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.methods.base import concatenate
 from trainer.packing import micro_batches, response_logits, response_values, token_logprobs
 from trainer.samples import Sample
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from trainer.config import TrainConfig
@@ -67,15 +70,28 @@ async def demo_episodes(trainer: Trainer, item: dict[str, Any], rng: random.Rand
     policy = demo_policy(trainer.rollout.system.name, trainer.config.warmup)
     chat = ScriptedChat(policy, item, rng, trainer.tokenizer)
     count = trainer.config.warmup.demos_per_item
+    seeds = [rng.getrandbits(SEED_BITS) for _ in range(count)]
     if trainer.rollout.own_rollout is not None:
-        groups = [await trainer.rollout.own_rollout(item, chat, rng) for _ in range(count)]
+        groups = [await seeded(seed, trainer.rollout.own_rollout(item, chat, rng)) for seed in seeds]
         return await judged(trainer.task, item, [episode for group in groups for episode in group])
     question, options = trainer.rollout.run_input(item)
     runs = [
-        run_system(trainer.rollout.system.name, question, chat, trainer.rollout.toolbox, **options)
-        for _ in range(count)
+        seeded(
+            seed, run_system(trainer.rollout.system.name, question, chat, trainer.rollout.toolbox, **options)
+        )
+        for seed in seeds
     ]
     return await judged(trainer.task, item, list(await asyncio.gather(*runs)))
+
+
+async def seeded(seed: int, run: Awaitable[T]) -> T:
+    """``run`` awaited in its own task with ``seed`` bound as its episode seed (``trainer.episode_seeds``)."""
+
+    async def bound() -> T:
+        bind_episode_seed(seed)
+        return await run
+
+    return await asyncio.create_task(bound())
 
 
 async def judged(task: Any, item: dict[str, Any], episodes: list[Episode]) -> list[Episode]:

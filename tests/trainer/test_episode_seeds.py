@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from transformers import AutoModelForCausalLM
 
 from harness.providers.generation import Sampling
+from trainer.demos import ScriptedChat
 from trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 from trainer.policy import PolicyChat
 
@@ -58,3 +60,23 @@ def test_episodes_draw_the_same_tokens_whichever_call_reaches_the_policy_first(
     early, late = asyncio.run(rollout((0.0, 0.05))), asyncio.run(rollout((0.05, 0.0)))
     assert early == late
     assert early[0][0] != early[0][1]  # a repeated prompt draws anew
+
+
+def test_scripted_demonstrations_draw_the_same_replies_whichever_episode_calls_first():
+    """The cold start's scripted chat: one shared ``rng`` would hand out draws in arrival order."""
+
+    def policy(role, messages, item, rng) -> str:
+        return f"{rng.random():.12f}"
+
+    async def episode(chat: ScriptedChat, seed: int, question: str, delay: float) -> list[str]:
+        bind_episode_seed(seed)
+        await asyncio.sleep(delay)
+        return [(await chat("agent", [{"role": "user", "content": question}])).text for _ in range(2)]
+
+    async def demos(delays: tuple[float, float]) -> list[list[str]]:
+        chat = ScriptedChat(policy, {}, random.Random(0))
+        return list(await asyncio.gather(episode(chat, 1, "a", delays[0]), episode(chat, 2, "b", delays[1])))
+
+    early, late = asyncio.run(demos((0.0, 0.02))), asyncio.run(demos((0.02, 0.0)))
+    assert early == late
+    assert early[0][0] != early[0][1]

@@ -97,17 +97,25 @@ def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
     monkeypatch.setattr(pipelined._ChainTap, "__call__", correctors_wait_for_the_first_step)
     trainer = pipelined_trainer(warm_model, tmp_path, staleness=1)
     first = trainer.train_step()
+    trained_first = {
+        e.origin for e in list(trainer.pipeline.events) if e.kind == "trained" and e.role == "solver"
+    }
     first_step.set()
     run_steps(trainer, 2)
     assert first["samples/solver"] > 0 and first["samples/corrector"] == 0
     events = list(trainer.pipeline.events)
     order = {(e.kind, e.origin): index for index, e in enumerate(events)}
-    correctors = [e.origin for e in events if e.kind == "answered" and e.role == "corrector"]
-    assert correctors, "no chain reached its Corrector"
-    for corrector in correctors:
+    # Chains whose Solver rows trained in the first step, while every Corrector was still held back. (A Solver
+    # group released later may train after its Correctors answer: that ordering is timing, not a property.)
+    early = [
+        corrector
+        for corrector in (e.origin for e in events if e.kind == "answered" and e.role == "corrector")
+        if pipeline_units.Origin(corrector.question, corrector.chain, 0) in trained_first
+    ]
+    assert early, "no chain whose Solver trained in the first step reached its Corrector"
+    for corrector in early:
         solver = pipeline_units.Origin(corrector.question, corrector.chain, 0)
-        if ("trained", solver) in order:
-            assert order["trained", solver] < order["answered", corrector]
+        assert order["trained", solver] < order["answered", corrector]
 
 
 def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model, tmp_path):

@@ -11,6 +11,7 @@ the fine-tuned model then keeps every role's outputs varied enough for group-rel
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.systems.types import Message, Reply
 from trainer.demos import mars, mask, matpo, vc
+from trainer.episode_seeds import call_seed
 
 if TYPE_CHECKING:
     from trainer.config import WarmupConfig
@@ -64,4 +66,8 @@ class ScriptedChat:
     tokenizer: Any = None
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:  # noqa: ARG002
-        return Reply(text=self.policy(role, messages, self.item, self.rng), model="scripted-demo")
+        """The policy's reply, drawn from the episode's seed for this prompt when one is bound (so concurrent
+        episodes script the same replies whatever order their calls arrive in), else from ``rng``."""
+        seed = call_seed(json.dumps(messages, sort_keys=True))
+        rng = self.rng if seed is None else random.Random(seed)
+        return Reply(text=self.policy(role, messages, self.item, rng), model="scripted-demo")

@@ -145,4 +145,6 @@ def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model
         trainer.train_step()
     )  # every reward 0: the question's rows are dropped, nothing is left to train
     assert metrics["skipped"] == 1.0 and trainer.last_samples == []
+    assert len(trainer.last_rewarded) == 2 * len(nothing_earned.calls)  # what was earned is still read back
+    assert all(s.reward == 0.0 and s.advantage is None for s in trainer.last_rewarded)
     assert all((a == b).all() for a, b in zip(before, trainer.policy.parameters(), strict=True))

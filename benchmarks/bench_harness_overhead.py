@@ -23,6 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _pairs import interleaved_pairs, ratio_spread
 from inspect_ai import Task, eval
@@ -52,19 +53,42 @@ class PerSample:
     cpu: float
 
 
-def _aime_file(directory: Path) -> Path:
+def aime_file(directory: Path, samples: int = SAMPLES) -> Path:
+    """An AIME-format data file of ``samples`` questions, all answered by ``REPLY``."""
     path = directory / "aime_bench.jsonl"
-    rows = [{"problem": f"Problem {i}: find the sum of the bases.", "answer": "70"} for i in range(SAMPLES)]
+    rows = [{"problem": f"Problem {i}: find the sum of the bases.", "answer": "70"} for i in range(samples)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
 
 
-def _eval(build_task, log_dir: Path) -> EvalLog:
+def harness_task(data: Path) -> Task:
+    """The harness side: ``aime2025 -T system=direct`` on ``data``."""
+    return benchmark_task("aime2025", system="direct", data=str(data))
+
+
+def plain_samples(data: Path) -> list[Sample]:
+    """The same questions as plain Inspect samples whose input is the harness's messages (system, then user)."""
+    return [
+        Sample(
+            id=s.id,
+            input=[ChatMessageSystem(content=s.metadata[INSTRUCTION_KEY]), ChatMessageUser(content=s.input)],
+            target=s.target,
+        )
+        for s in harness_task(data).dataset
+    ]
+
+
+def plain_task(samples: list[Sample]) -> Task:
+    """The plain side: generate() + match() on ``plain_samples``."""
+    return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=match(location="any"))
+
+
+def run_eval(build_task, log_dir: Path, **eval_options: Any) -> EvalLog:
+    """One in-process eval of ``build_task()`` on the scripted model (``eval_options`` go to ``eval``; no display
+    unless they name one)."""
+    options = {"display": "none", **eval_options}
     (log,) = eval(
-        build_task(),
-        model=scripted_model(lambda messages, config: REPLY),
-        display="none",
-        log_dir=str(log_dir),
+        build_task(), model=scripted_model(lambda messages, config: REPLY), log_dir=str(log_dir), **options
     )
     assert log.status == "success", log.error
     return log
@@ -74,7 +98,7 @@ def _run(build_task, log_dir: Path) -> PerSample:
     """Per-sample times of one in-process eval of ``build_task()`` (building the task included)."""
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    _eval(build_task, log_dir)
+    run_eval(build_task, log_dir)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return PerSample(wall / SAMPLES, cpu / SAMPLES)
 
@@ -93,29 +117,17 @@ def _model_inputs(log: EvalLog) -> list[list[tuple[str, str]]]:
 
 
 def test_harness_overhead_vs_plain_task(benchmark, tmp_path):
-    data = _aime_file(tmp_path)
-    plain_samples = [
-        Sample(
-            id=s.id,
-            input=[ChatMessageSystem(content=s.metadata[INSTRUCTION_KEY]), ChatMessageUser(content=s.input)],
-            target=s.target,
-        )
-        for s in benchmark_task("aime2025", system="direct", data=str(data)).dataset
-    ]
-
-    def harness_task() -> Task:
-        return benchmark_task("aime2025", system="direct", data=str(data))
-
-    def plain_task() -> Task:
-        return Task(dataset=MemoryDataset(plain_samples), solver=generate(), scorer=match(location="any"))
+    data = aime_file(tmp_path)
+    samples = plain_samples(data)
 
     def ours() -> PerSample:
-        return _run(harness_task, tmp_path / "harness")
+        return _run(lambda: harness_task(data), tmp_path / "harness")
 
     def baseline() -> PerSample:
-        return _run(plain_task, tmp_path / "plain")
+        return _run(lambda: plain_task(samples), tmp_path / "plain")
 
-    warm_ours, warm_plain = _eval(harness_task, tmp_path / "harness"), _eval(plain_task, tmp_path / "plain")
+    warm_ours = run_eval(lambda: harness_task(data), tmp_path / "harness")
+    warm_plain = run_eval(lambda: plain_task(samples), tmp_path / "plain")
     assert _model_inputs(warm_ours) == _model_inputs(warm_plain)  # the same work for the model on both sides
     pairs = benchmark.pedantic(interleaved_pairs, args=(ours, baseline, ROUNDS), rounds=1, iterations=1)
     wall = ratio_spread(pairs, lambda p: p.ours.wall / p.baseline.wall)

@@ -1,8 +1,9 @@
 """Where a scorer finds the text to judge: the answers a system stored with the sample.
 
-Systems store each named answer in the sample's store under ``answer.<name>`` (``answer.final`` for the system's
-final answer; the V-C system also stores ``answer.solver``, the Solver's first answer). When a sample was produced
-by a plain Inspect solver that stored nothing, the final answer is the model's completion.
+The final answer is the sample's output (a system's solver makes its final answer the output; for a plain Inspect
+solver it is the model's completion), unless a solver stored another text under ``answer.final``. Other named
+answers live in the sample's store under ``answer.<name>`` (the V-C system stores ``answer.solver``, the Solver's
+first answer).
 """
 
 from __future__ import annotations

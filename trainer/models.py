@@ -46,8 +46,11 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
 def load_models(
     config: TrainConfig, run_dir: Path, dist: Distributed, device: torch.device | None, *, critic: bool
 ) -> Models:
-    """The tokenizer, policy, reference (when the KL penalty is on) and critic (when ``critic``)."""
+    """The tokenizer, policy, reference (when the KL penalty is on) and critic (when ``critic``). Weights the base
+    model lacks (the critic's value head) are drawn from ``config.seed``: the same on every rank and in every run,
+    whatever drew from torch's global generator before."""
     path = base_model_path(config, run_dir, dist)
+    torch.manual_seed(config.seed)
     dtype = config.model.torch_dtype(cuda=device is not None)
 
     def load(cls: Any, **kwargs: Any) -> torch.nn.Module:

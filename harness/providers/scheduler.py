@@ -6,12 +6,14 @@ waiting requests into its free rows (their prompts are prefilled and their KV ca
 one) and retires finished rows; each request's future resolves as soon as ITS row finishes. Decode steps run in
 a worker thread, several in a row, until a row finishes, a request arrives or a caller cancels.
 
-When the batch is empty the worker lets the requests submitted together arrive (it yields the event loop
-``SETTLE_TICKS`` times, again while new ones keep arriving, at most until ``batch_size`` wait or ``wait_ms``
-passed) and starts at once: it does NOT sit out a wall-clock window as static batching does, since a request
-arriving later joins the running batch at the next step anyway -- a lone request starts as fast as unbatched
-generation would. While rows run, newcomers join at the next step. A failing prefill
-fails the requests being admitted; a failing decode step fails every row in it (the batch then starts afresh).
+When the batch is empty the worker lets the requests submitted together arrive and starts at once: it yields
+the event loop once, and only when that tick brought a newcomer does it yield ``SETTLE_TICKS`` more, again while
+new ones keep arriving (at most until ``batch_size`` wait or ``wait_ms`` passed). The calls of one
+``asyncio.gather`` pass Inspect's awaits in step, so they are all queued before the worker's first tick; a lone
+request therefore starts after one tick, as fast as unbatched generation would. It does NOT sit out a wall-clock
+window as static batching does, since a request arriving later joins the running batch at the next step anyway.
+While rows run, newcomers join at the next step. A failing prefill fails the requests being admitted; a failing
+decode step fails every row in it (the batch then starts afresh).
 A cancelled request's row is dropped from the batch. A worker starts afresh: rows and completions of an earlier
 event loop (one that stopped without cancelling its requests) are dropped, once that loop's decode thread, which
 nothing stops, has finished its step (one thread at a time works on the batch). ``batch_sizes`` records how many
@@ -30,8 +32,8 @@ from harness.providers.batching import RequestQueue, Waiting, settle
 from harness.providers.generation import Completion, DecodeBatch, Sampling
 
 SETTLE_TICKS = 32
-"""Event-loop ticks in one settling round: enough for the calls of one ``asyncio.gather`` (each passing a few
-awaits inside Inspect) to reach ``submit``; a tick without ready work costs microseconds."""
+"""Event-loop ticks in a settling round after the first tick brought a newcomer: enough for requests trickling in
+(each passing a few awaits inside Inspect) to reach ``submit``; a tick without ready work costs microseconds."""
 
 GenerationRequest = tuple[list[int], Sampling, int]
 """``(prompt_ids, sampling, top_logprobs)``."""
@@ -72,15 +74,17 @@ class ContinuousBatcher(RequestQueue[GenerationRequest, Completion]):
                 await self._advance()
 
     async def _settle(self) -> None:
-        """Yield the event loop until a round of ``SETTLE_TICKS`` ticks brings no new request, a full batch
-        waits, or ``wait_ms`` passed since the oldest arrived."""
+        """Yield the event loop until a tick (the first one) or a round of ``SETTLE_TICKS`` ticks (any later one)
+        brings no new request, a full batch waits, or ``wait_ms`` passed since the oldest arrived."""
         deadline = self.waiting[0].arrived + self.wait_seconds
+        ticks = 1
         while len(self.waiting) < self.batch_size and time.monotonic() < deadline:
             before = len(self.waiting)
-            for _ in range(SETTLE_TICKS):
+            for _ in range(ticks):
                 await asyncio.sleep(0)
             if len(self.waiting) == before:
                 return
+            ticks = SETTLE_TICKS
 
     async def _admit(self, newcomers: list[Waiting[GenerationRequest]]) -> None:
         if not newcomers:

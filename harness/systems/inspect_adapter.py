@@ -37,7 +37,7 @@ from inspect_ai.util import Store, span
 
 from harness.systems.types import Episode, FinishReason, Message, Reply
 from judges.inspect_compat import active_generate_config
-from judges.response import FINAL, store_key
+from judges.response import store_key
 
 EPISODE_KEY = "episode"
 """Store key of the Episode as JSON text (``Episode.to_dict()``); read it with ``stored_episode``."""
@@ -122,9 +122,11 @@ def stored_episode(store: Store | Mapping[str, Any]) -> Episode | None:
 
 
 def store_episode(state: TaskState, episode: Episode) -> None:
-    """Put the Episode and its answers on the sample, and make the final answer the sample's output."""
+    """Put the Episode and its other named answers on the sample, and make the final answer the sample's output.
+
+    The final answer is not stored a second time under ``answer.final``: it is in the Episode, and the sample's
+    output is where the judges read it (``judges.response.response_to_judge``)."""
     state.store.set(EPISODE_KEY, json.dumps(episode.to_dict(), ensure_ascii=False))
-    state.store.set(store_key(FINAL), episode.final_answer)
     for name, answer in episode.answers.items():
         state.store.set(store_key(name), answer)
     last_reply = episode.calls[-1].reply if episode.calls else None
@@ -132,4 +134,5 @@ def store_episode(state: TaskState, episode: Episode) -> None:
         model=(last_reply.model if last_reply and last_reply.model else "system"),
         content=episode.final_answer or "",
     )
-    state.messages.append(ChatMessageAssistant(content=episode.final_answer or ""))
+    # the output's own message, as Inspect's generate() appends it
+    state.messages.append(state.output.message)

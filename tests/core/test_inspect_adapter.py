@@ -31,8 +31,10 @@ def test_direct_system_stores_episode_and_answer(tmp_path):
     episode = stored_episode(sample.store)
     assert [call.role for call in episode.calls] == ["solver"]
     assert episode.calls[0].messages == [{"role": "user", "content": "What is 1 + 1?"}]
-    assert sample.store["answer.final"] == "The answer is 2."
-    assert sample.output.completion == "The answer is 2."
+    assert episode.final_answer == sample.output.completion == "The answer is 2."
+    assert set(sample.store) == {"episode"}  # the final answer is stored once, in the Episode
+    # the conversation ends with the output's own message (same id), as generate() leaves it
+    assert sample.messages[-1] == sample.output.message
 
 
 def test_role_binding_overrides_evaluated_model(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judges.math import as_integer, extract_answer, is_equivalent
+from judges.math import as_integer, exact_value, extract_answer, is_equivalent
 
 
 @pytest.mark.parametrize(
@@ -126,3 +126,31 @@ def test_exact_integer_notations_match(prediction, gold):
 def test_near_integer_notations_do_not_match(prediction, gold):
     assert not is_equivalent(prediction, gold)
     assert as_integer(prediction) is None
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("042", "42"),
+        ("25", "025"),
+        ("-0", "0"),
+        ("0", "00"),
+        ("+5", "5"),
+        ("1,000", "1000"),
+        ("1000", "1,000"),
+        ("999,499", "999499"),
+        ("1,000,000", "1000000"),
+        ("336^\\circ", "336"),
+        ("$-7$", "-7"),
+        ("70", "71"),
+        ("-12", "12"),
+        ("12345678", "12345679"),
+    ],
+)
+def test_the_exact_integer_path_gives_math_verifys_verdict(prediction, gold):
+    """Integer answers skip math-verify (no sympy per sample); on plain integer forms its verdict is math-verify's."""
+    from math_verify import parse, verify
+
+    assert as_integer(gold) is not None and exact_value(prediction) is not None  # the exact path decides
+    reference = verify(parse(f"${gold}$"), parse(prediction if "$" in prediction else f"${prediction}$"))
+    assert is_equivalent(prediction, gold) == reference

@@ -13,7 +13,7 @@ from _completions import assert_same_completion
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
 from harness.chat_template import render_prompt
-from harness.providers.batching import RequestBatcher
+from harness.providers.batching import RequestBatcher, Waiting
 from harness.providers.generation import (
     Completion,
     DecodeBatch,
@@ -349,3 +349,32 @@ async def test_a_lone_request_starts_at_once_instead_of_sitting_out_the_wait_win
     done = await asyncio.wait_for(batcher.submit((prompt_of(tokenizer, MEDIUM), sampling, 0)), timeout=60)
     assert_same_completion(done, alone(pair, MEDIUM, sampling))
     assert batcher.batch_sizes == [1]
+
+
+async def _ticks_to_settle(batcher: ContinuousBatcher, newcomers: list[Waiting]) -> int:
+    """Event-loop ticks until the empty batch's settling ends, one of ``newcomers`` queued on each tick meanwhile."""
+    settling = asyncio.ensure_future(batcher._settle())
+    ticks = 0
+    while not settling.done():
+        if newcomers:
+            batcher.waiting.append(newcomers.pop(0))
+        await asyncio.sleep(0)
+        ticks += 1
+    return ticks
+
+
+async def test_a_lone_request_settles_after_one_tick_and_a_trickle_is_still_gathered(qwen_pair):
+    _, tokenizer = qwen_pair
+    batcher = scheduler(qwen_pair, batch_size=8, wait_ms=600_000)
+    loop = asyncio.get_running_loop()
+    request = (prompt_of(tokenizer, SHORT), Sampling(max_tokens=1, temperature=0), 0)
+
+    def waiting() -> Waiting:
+        return Waiting(request, loop.create_future())
+
+    batcher.waiting = [waiting()]
+    assert await _ticks_to_settle(batcher, []) <= 2  # not a round of SETTLE_TICKS for nothing
+    batcher.waiting = [waiting()]
+    trickle = [waiting() for _ in range(5)]  # one more request on each of the next ticks
+    await _ticks_to_settle(batcher, trickle)
+    assert not trickle and len(batcher.waiting) == 6  # settling lasted until the last one had come

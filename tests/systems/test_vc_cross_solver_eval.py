@@ -70,4 +70,5 @@ def test_trained_verifier_and_corrector_pair_with_another_solver(tmp_path):
     assert [c.role for c in episode.calls] == ["solver", "verifier", "corrector", "verifier"]
     assert [c.meta.get("verdict") for c in episode.calls] == [None, False, None, True]
     assert log.samples[0].store["answer.solver"] == "6*7 = \\boxed{41}"
-    assert log.samples[0].store["answer.final"] == "6*7 = \\boxed{42}"
+    assert episode.final_answer == log.samples[0].output.completion == "6*7 = \\boxed{42}"
+    assert "answer.final" not in log.samples[0].store  # stored once, in the Episode

@@ -121,3 +121,16 @@ def test_ppo_with_critic_and_reference_trains_both_models(toy_config, tmp_path):
     assert metrics["kl"] == 0.0  # first epoch: the policy still equals the reference
     changed = [not torch.equal(a, b) for a, b in zip(critic_before, trainer.critic.parameters(), strict=True)]
     assert any(changed)
+
+
+def test_the_critics_value_head_is_drawn_from_the_recipe_seed(toy_config, tmp_path):
+    """The value head the base model lacks starts the same in every run of a recipe (and on every rank), whatever
+    drew from torch's global generator before the trainer was built."""
+    algorithm = dataclasses.replace(toy_config.algorithm, advantage="gae")
+    config = dataclasses.replace(toy_config, algorithm=algorithm)
+    first = Trainer(config, tmp_path / "a").critic.state_dict()
+    torch.rand(1000)
+    second = Trainer(config, tmp_path / "b").critic.state_dict()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    other = Trainer(dataclasses.replace(config, seed=config.seed + 1), tmp_path / "c").critic.state_dict()
+    assert not all(torch.equal(first[name], other[name]) for name in first)

@@ -5,12 +5,14 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
 It runs the recipe's cold start (``trainer.warmup``), then ``--steps`` RL steps, and writes ``<out>/roles.jsonl``
-(one line per step: per role its rows, mean reward and rows with a non-zero advantage; the method's own metrics,
+(one line per step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's
+episodes made, those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
 ``<method>/...``). It prints, per role, the mean reward over the first and the last ``--window`` steps -- what "the
 role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
 fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
 method metric (MarsRL: ``marsrl/verifier_precision`` and ``verifier_recall`` on wrong solutions,
-``corrector_fix_rate``, ``solver_accuracy``), and the run's wall time.
+``corrector_fix_rate``, ``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the
+run's wall time.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def learning_run(recipe: str, out: Path, steps: int) -> list[StepRecord]:
     with open(out / "roles.jsonl", "w") as log:
         for _ in range(steps):
             metrics = trainer.train_step()
-            stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_samples).items()}
+            stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_rewarded).items()}
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
             history.append(StepRecord(stats, method))
             row = {

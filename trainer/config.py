@@ -166,6 +166,10 @@ class AlgorithmConfig:
     """GAE discount."""
     lam: StrictFloat = Field(default=0.95, ge=0, le=1)
     """GAE lambda."""
+    gae_whiten: StrictBool = True
+    """Standardise the GAE advantages over every trained token of the step (verl's ``masked_whiten``, which
+    M-ASK's code runs); false keeps the raw ``R - V``. On a small multi-role batch the batch mean is the critic's
+    per-role error: whitening a step whose rewards are all equal still gives every row a unit-size advantage."""
     clip_low: StrictFloat = Field(default=0.2, ge=0, lt=1)
     """Lower PPO clip range (ratio >= 1 - clip_low)."""
     clip_high: StrictFloat = Field(default=0.2, ge=0)
@@ -211,6 +215,14 @@ class AlgorithmConfig:
 
         (advantage_estimator if field.field_name == "advantage" else get_policy_loss)(name)
         return name
+
+    @model_validator(mode="after")
+    def _whitening_is_gae_s(self) -> AlgorithmConfig:
+        if not self.gae_whiten and self.advantage != "gae":
+            raise ConfigProblem(
+                "gae_whiten", f"applies to advantage 'gae' only, and it is {self.advantage!r}", "remove it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _method_sections_need_their_method(self) -> AlgorithmConfig:

@@ -67,6 +67,9 @@ class Trainer:
         self.step = 0
         self.last_samples: list[Sample] = []
         """The rows the last step trained on, with their rewards and advantages (for tests and inspection)."""
+        self.last_rewarded: list[Sample] = []
+        """Every row the last step's episodes made, before ``filter_zero_variance`` (the rows it dropped carry
+        no advantage): what the policy earned, which the trained rows alone overstate."""
         self.pipeline = None
         """MarsRL's pipelined / segmented rollouts (``trainer.pipelined``) when the recipe asks for them."""
         if config.algorithm.marsrl.pipeline or config.rollout.segment_tokens is not None:
@@ -108,6 +111,7 @@ class Trainer:
                 f"step {self.step}: non-finite reward for questions {sorted(set(rows.nonfinite))}; step skipped"
             )
         self.last_samples = samples
+        self.last_rewarded = concatenate(groups)
         role_sums = self.dist.sum(role_metrics.sample_sums(samples, self.roles))
         metrics.update(role_metrics.sample_metrics(role_sums, self.roles))
         finished = time.perf_counter()

@@ -10,7 +10,7 @@ estimator needs one.
   the row's trained tokens; a method that assigns its own advantages per question (MARS's per-system groups and
   balanced sampling, MATPO's planner-to-worker broadcast) keeps them;
 * ``gae`` -- PPO's generalised advantage estimation with a critic, the row's reward on its last trained token
-  (M-ASK's shared critic).
+  (M-ASK's shared critic), standardised over the step's trained tokens unless ``algorithm.gae_whiten`` is false.
 """
 
 from __future__ import annotations
@@ -74,12 +74,16 @@ def _grpo(batch: AdvantageBatch) -> TokenAdvantages:
 def _gae(batch: AdvantageBatch) -> TokenAdvantages:
     if batch.values is None:
         raise ValueError("the gae estimator needs the critic's values")
+    if not batch.samples:  # every row filtered out (``filter_zero_variance``): the update skips the step
+        return TokenAdvantages([], [])
     mask = pad_sequence(batch.masks, batch_first=True)
     last = (mask * torch.arange(1, mask.shape[1] + 1)).argmax(dim=1)
     token_rewards = torch.zeros_like(mask)
     token_rewards[torch.arange(len(batch.samples)), last] = torch.tensor([s.reward for s in batch.samples])
     values = pad_sequence(batch.values, batch_first=True).cpu()
-    advantages, returns = gae(token_rewards, values, mask, gamma=batch.algo.gamma, lam=batch.algo.lam)
+    advantages, returns = gae(
+        token_rewards, values, mask, gamma=batch.algo.gamma, lam=batch.algo.lam, whiten=batch.algo.gae_whiten
+    )
     lengths = [len(m) for m in batch.masks]
     for row, (sample, length) in enumerate(zip(batch.samples, lengths, strict=True)):
         sample.advantage = advantages[row, :length].tolist()

@@ -162,6 +162,7 @@ class Pipeline:
             metrics.update(skipped=1.0)
         self._publish(version + 1)
         trainer.last_samples = samples
+        trainer.last_rewarded = concatenate(made)
         metrics.update(
             role_metrics.sample_metrics(role_metrics.sample_sums(samples, trainer.roles), trainer.roles)
         )

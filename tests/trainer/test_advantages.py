@@ -153,3 +153,38 @@ def test_resample_is_reproducible_and_exact_when_sizes_match():
     assert resample_to([4, 2, 7], 3).tolist() == [4, 2, 7]
     with pytest.raises(ValueError, match="empty"):
         resample_to([], 2)
+
+
+def _gae_rows(**algorithm):
+    """Two rows of the gae estimator, both rewarded 0 (an all-equal step), with critic values 0.1 and 0.6."""
+    from trainer.config import AlgorithmConfig
+    from trainer.estimators import AdvantageBatch, advantage_estimator
+    from trainer.samples import Sample
+
+    rows = [Sample(prompt_ids=[1], response_ids=[5, 6], loss_mask=[1, 1], reward=0.0) for _ in range(2)]
+    batch = AdvantageBatch(
+        samples=rows,
+        masks=[torch.ones(2), torch.ones(2)],
+        values=[torch.tensor([0.1, 0.1]), torch.tensor([0.6, 0.6])],
+        algo=AlgorithmConfig(method="mask", advantage="gae", gamma=1.0, lam=1.0, **algorithm),
+        method_assigned=False,
+    )
+    return advantage_estimator("gae").estimate(batch).advantages
+
+
+def test_the_gae_estimator_whitens_unless_the_recipe_keeps_the_raw_advantages():
+    whitened = _gae_rows()  # raw (-0.1, -0.1, -0.6, -0.6): mean -0.35 -> +-0.25 / std 0.2887
+    assert_close(
+        torch.cat(whitened), torch.tensor([0.866025, 0.866025, -0.866025, -0.866025]), rtol=0, atol=2e-5
+    )
+    raw = _gae_rows(
+        gae_whiten=False
+    )  # R - V: a step whose rewards are all 0 pushes each row by its critic error
+    assert_close(torch.cat(raw), torch.tensor([-0.1, -0.1, -0.6, -0.6]))
+
+
+def test_raw_gae_advantages_need_the_gae_estimator():
+    from trainer.config import ConfigError, TrainConfig, from_dict
+
+    with pytest.raises(ConfigError, match="algorithm.gae_whiten: applies to advantage 'gae' only"):
+        from_dict(TrainConfig, {"algorithm": {"advantage": "grpo", "gae_whiten": False}})

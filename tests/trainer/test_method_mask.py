@@ -10,7 +10,7 @@ from _method_helpers import run, smoke_config, tool_returning, two_steps
 
 from trainer.config import TaskConfig
 from trainer.engine import Trainer
-from trainer.methods.mask import f1_reward, rewarded_samples, turn_rewards
+from trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 SCRIPTS = {
@@ -105,3 +105,46 @@ def test_trajectory_level_ablation_rewards_every_call_with_the_final_f1(tiny_mod
     assert [s.reward for s in turn_level.rewarded_samples(ITEM, [run_], None, tiny_tokenizer)][
         0
     ] == 0.0  # plan
+
+
+def test_the_step_metric_is_the_final_answers_f1_whatever_the_agents_earn():
+    right = episode(answer_every_turn=True)  # final answer "Lomir"; its plan earns 0
+    short = run(
+        "mask",
+        ITEM["question"],
+        {**{role: list(replies) for role, replies in SCRIPTS.items()}, "search": ["<end>"]},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        answer_every_turn=True,
+    )  # no search: the Answer agent's "Lomir city" is final, F1 2/3
+    numerator, denominator = METHOD.metrics([ITEM], [[right, short]])["mask/final_answer_f1"]
+    assert (short.final_answer, denominator) == ("Lomir city", 2.0)
+    assert numerator / denominator == pytest.approx((1.0 + 2 / 3) / 2)
+
+
+def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model_dir, tmp_path):
+    task = TaskConfig(
+        factory="trainer.tasks.lookup:lookup_task",
+        args={"n_prompts": 1},
+        system="mask",
+        system_options={"max_iterations": 1, "answer_every_turn": True},
+    )
+    config = smoke_config(
+        tiny_model_dir, task, method="mask", advantage="gae", gamma=1.0, lam=1.0, filter_zero_variance=True
+    )
+    trainer = Trainer(config, tmp_path)
+    wrong = {"plan": SCRIPTS["plan"], "search": ["<end>"], "answer": ["<final_answer>Paris</final_answer>"]}
+    nothing_earned = run("mask", ITEM["question"], wrong, tool_returning(), answer_every_turn=True)
+
+    async def scripted_rollout(items):
+        return [[nothing_earned, nothing_earned] for _ in items], [0] * len(items)
+
+    trainer._rollout = scripted_rollout
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    metrics = (
+        trainer.train_step()
+    )  # every reward 0: the question's rows are dropped, nothing is left to train
+    assert metrics["skipped"] == 1.0 and trainer.last_samples == []
+    assert len(trainer.last_rewarded) == 2 * len(nothing_earned.calls)  # what was earned is still read back
+    assert all(s.reward == 0.0 and s.advantage is None for s in trainer.last_rewarded)
+    assert all((a == b).all() for a, b in zip(before, trainer.policy.parameters(), strict=True))

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.systems import get_system
-from harness.systems.types import Episode
+from harness.systems.types import Episode, IntermediateAnswer
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from trainer.demos.text import named_capital
 from trainer.engine import Trainer
 from trainer.samples import Sample
 from trainer.warmup import (
@@ -186,3 +187,16 @@ def test_a_recipe_sets_the_demonstrations_skill_per_role(tiny_model_dir, tmp_pat
 def test_bad_demonstration_skills_fail_at_load(warmup, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": warmup})
+
+
+def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(tiny_model_dir, tmp_path):
+    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.demo_skills = {"plan": 1.0, "answer": 0.0}
+    item = trainer.task.items[0]
+    episodes = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+    plans = [IntermediateAnswer.of(episode.intermediate_answers[0]).answer for episode in episodes]
+    assert plans == [item["answer"]] * len(episodes)  # every plan recalls the capital
+    for episode in episodes:  # and no answer copies the capital its trajectory names
+        [answer] = episode.calls_by_role("answer")
+        trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
+        assert named_capital(trajectory) and episode.final_answer not in trajectory

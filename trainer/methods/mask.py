@@ -26,7 +26,7 @@ from harness.systems.mask import ANSWER, PLAN, SEARCH
 from harness.systems.types import Episode, IntermediateAnswer, SearchOutcome
 from judges.lexical import score
 from trainer.config import TrainConfig
-from trainer.methods.base import Method, RewardedSamples, call_samples, concatenate, question_id
+from trainer.methods.base import Method, Ratio, RewardedSamples, call_samples, concatenate, question_id
 from trainer.samples import Sample
 
 END_REWARD = 0.0
@@ -91,6 +91,19 @@ def configure(method: Method, config: TrainConfig) -> Method:
     return method
 
 
+def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> dict[str, Ratio]:
+    """``mask/final_answer_f1``: the mean F1 of the episodes' final answers (what the system is scored on, and
+    the reward of the trajectory-level ablation), whichever agents' rewards the recipe trains on."""
+    finals = [
+        f1_reward(episode.final_answer, item["answer"])
+        for item, group in zip(items, groups, strict=True)
+        for episode in group
+    ]
+    return {"mask/final_answer_f1": (sum(finals), float(len(finals)))}
+
+
 rewarded_samples = samples_under(turn_rewards)
 
-METHOD = Method(name="mask", rewarded_samples=rewarded_samples, estimator="gae", configure=configure)
+METHOD = Method(
+    name="mask", rewarded_samples=rewarded_samples, estimator="gae", configure=configure, metrics=step_metrics
+)

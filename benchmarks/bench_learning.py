@@ -10,9 +10,9 @@ episodes made, those ``algorithm.filter_zero_variance`` drops included, with no 
 ``<method>/...``). It prints, per role, the mean reward over the first and the last ``--window`` steps -- what "the
 role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
 fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
-method metric (MarsRL: ``marsrl/verifier_precision`` and ``verifier_recall`` on wrong solutions,
-``corrector_fix_rate``, ``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the
-run's wall time.
+method metric (MarsRL: ``marsrl/verifier_precision``, ``verifier_recall`` on wrong solutions,
+``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``, ``solver_accuracy``; M-ASK:
+``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
 """
 
 from __future__ import annotations

@@ -226,6 +226,7 @@ def test_marsrl_trains_on_a_math_training_set_from_a_data_folder(tmp_path):
     assert step_metrics([item], [[episode]]) == {
         "marsrl/verifier_precision": (1.0, 2.0),
         "marsrl/verifier_recall": (1.0, 1.0),
+        "marsrl/verifier_false_alarm_rate": (1.0, 1.0),
         "marsrl/corrector_fix_rate": (0.0, 0.0),
         "marsrl/solver_accuracy": (1.0, 1.0),
     }

@@ -133,6 +133,7 @@ def test_verifier_precision_recall_and_corrector_fix_rate(chain):
     assert metrics == {
         "marsrl/verifier_precision": (1.0, 2.0),
         "marsrl/verifier_recall": (1.0, 1.0),
+        "marsrl/verifier_false_alarm_rate": (1.0, 2.0),
         "marsrl/corrector_fix_rate": (1.0, 1.0),
         "marsrl/solver_accuracy": (0.0, 1.0),
     }

@@ -74,15 +74,16 @@ def agent_rewards(episode: Episode, reference: str) -> dict[int, float]:
     return rewards
 
 
-COUNTS = ("flagged", "wrong", "caught", "to_fix", "fixed", "solved", "solved_right")
+COUNTS = ("flagged", "wrong", "caught", "right", "false_alarm", "to_fix", "fixed", "solved", "solved_right")
 """The counts ``verification_counts`` keeps per episode."""
 
 
 def verification_counts(episode: Episode, reference: str) -> dict[str, float]:
     """Counts behind the Verifier's error detection (Figure 5: flagging a wrong solution is the positive class),
     the Corrector's fix rate and the Solver's accuracy: ``flagged``, ``wrong`` (judged solutions that are wrong),
-    ``caught`` (both), ``to_fix`` (Corrector calls whose input solution was wrong), ``fixed`` (those whose answer
-    is right), ``solved`` (Solver calls) and ``solved_right`` (those whose answer is right)."""
+    ``caught`` (both), ``right`` (judged solutions that are right), ``false_alarm`` (those flagged), ``to_fix``
+    (Corrector calls whose input solution was wrong), ``fixed`` (those whose answer is right), ``solved`` (Solver
+    calls) and ``solved_right`` (those whose answer is right)."""
     counts = dict.fromkeys(COUNTS, 0.0)
     correct = {
         call.id: solution_is_correct(call, reference)
@@ -95,6 +96,8 @@ def verification_counts(episode: Episode, reference: str) -> dict[str, float]:
         counts["flagged"] += flagged
         counts["wrong"] += wrong
         counts["caught"] += flagged and wrong
+        counts["right"] += not wrong
+        counts["false_alarm"] += flagged and not wrong
     for call in episode.calls_by_role(CORRECTOR):
         if not correct[VerifierOutcome.of(episode.calls[call.parent].meta).candidate]:
             counts["to_fix"] += 1
@@ -107,11 +110,13 @@ def verification_counts(episode: Episode, reference: str) -> dict[str, float]:
 
 def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> dict[str, Ratio]:
     """``marsrl/verifier_precision`` (flagged solutions that were wrong), ``marsrl/verifier_recall`` (wrong
-    solutions that were flagged), ``marsrl/corrector_fix_rate`` (wrong inputs a Corrector made right) and
-    ``marsrl/solver_accuracy`` (Solver calls whose answer is right: shown even when ``train_agents`` leaves the
-    Solver's rows out of training, and so out of the ``role/solver/...`` metrics). Counted over the calls made:
-    under grouped rollouts a Verifier judges the chosen solutions (``adaptive``: wrong ones first, ``balanced``: one
-    of each), so precision and recall are measured on that mix, not on the Solver's own share of wrong answers."""
+    solutions that were flagged), ``marsrl/verifier_false_alarm_rate`` (right solutions that were flagged: recall
+    rising with it is a drift towards "Wrong", not skill), ``marsrl/corrector_fix_rate`` (wrong inputs a Corrector
+    made right) and ``marsrl/solver_accuracy`` (Solver calls whose answer is right: shown even when
+    ``train_agents`` leaves the Solver's rows out of training, and so out of the ``role/solver/...`` metrics).
+    Counted over the calls made: under grouped rollouts a Verifier judges the chosen solutions (``adaptive``: wrong
+    ones first, ``balanced``: one of each), so precision and recall are measured on that mix, not on the Solver's
+    own share of wrong answers."""
     total = dict.fromkeys(COUNTS, 0.0)
     for item, episodes in zip(items, groups, strict=True):
         for episode in episodes:
@@ -120,6 +125,7 @@ def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> di
     return {
         "marsrl/verifier_precision": (total["caught"], total["flagged"]),
         "marsrl/verifier_recall": (total["caught"], total["wrong"]),
+        "marsrl/verifier_false_alarm_rate": (total["false_alarm"], total["right"]),
         "marsrl/corrector_fix_rate": (total["fixed"], total["to_fix"]),
         "marsrl/solver_accuracy": (total["solved_right"], total["solved"]),
     }

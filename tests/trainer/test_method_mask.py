@@ -70,13 +70,18 @@ def test_every_call_is_one_sample_rewarded_on_its_own(tiny_tokenizer):
     assert [s.parent for s in samples] == [None, 0, 1, 2, 3, 4, 5, 6, 7, 8]
 
 
-def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, tmp_path):
-    task = TaskConfig(
+def one_lookup_question() -> TaskConfig:
+    """The look-up task with one question, run by the mask system with an answer every turn (eq. 3)."""
+    return TaskConfig(
         factory="trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},
         system="mask",
         system_options={"max_iterations": 1, "answer_every_turn": True},
     )
+
+
+def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, tmp_path):
+    task = one_lookup_question()
     config = smoke_config(tiny_model_dir, task, method="mask", advantage="gae", gamma=1.0, lam=1.0)
     trainer = Trainer(config, tmp_path)
     assert trainer.critic is not None
@@ -123,12 +128,7 @@ def test_the_step_metric_is_the_final_answers_f1_whatever_the_agents_earn():
 
 
 def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model_dir, tmp_path):
-    task = TaskConfig(
-        factory="trainer.tasks.lookup:lookup_task",
-        args={"n_prompts": 1},
-        system="mask",
-        system_options={"max_iterations": 1, "answer_every_turn": True},
-    )
+    task = one_lookup_question()
     config = smoke_config(
         tiny_model_dir, task, method="mask", advantage="gae", gamma=1.0, lam=1.0, filter_zero_variance=True
     )

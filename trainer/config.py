@@ -182,7 +182,8 @@ class AlgorithmConfig:
     """The constant length ``seq-mean-token-sum-norm`` divides each row's token sum by (Dr.GRPO); null means
     ``rollout.max_tokens``. Set it to the longest response a sample can have when episodes make several calls."""
     kl_coef: StrictFloat = Field(default=0.0, ge=0)
-    """Weight of the KL penalty to the frozen reference model (0 = no reference model is loaded)."""
+    """Weight of the KL penalty to the frozen reference model: the policy RL starts from, after the cold start
+    when there is one (0 = no reference model is loaded)."""
     kl_kind: KlKind = "k3"
     """KL estimator: k1, abs, k2, k3, k1+, k3+."""
     entropy_coef: StrictFloat = Field(default=0.0, ge=0)

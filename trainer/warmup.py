@@ -17,7 +17,8 @@ system stays silent and its advantages are zero. The warm-up fixes that the way 
    token's advantage agreed with its row's reward minus the batch mean for 0.73 of the tokens without this
    step, 0.86 with 100 critic steps). verl's ``critic_warmup`` serves the same purpose with rollouts.
 
-The RL stage then starts from the fine-tuned policy (its own optimizer, untouched here). ``warm_up`` writes one
+The RL stage then starts from the fine-tuned policy (its own optimizer, untouched here), which also becomes the
+reference model of the KL penalty (``algorithm.kl_coef`` > 0), as verl's reference is the actor RL starts from. ``warm_up`` writes one
 JSON line per step to ``<run>/warmup.jsonl``.
 """
 
@@ -264,6 +265,8 @@ def warm_up(trainer: Trainer) -> list[WarmupStep]:
         config,
         seed,
     )
+    if trainer.reference is not None:  # the KL penalty holds RL near the cold-start policy, not the base weights
+        trainer.reference.load_state_dict(trainer.policy.state_dict())
     critic_records = []
     if trainer.critic is not None and settings.critic_steps:
         gamma = config.algorithm.gamma

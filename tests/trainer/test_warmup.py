@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.systems import get_system
 from harness.systems.types import Episode, IntermediateAnswer
@@ -77,6 +78,17 @@ def test_a_few_warm_up_steps_lower_the_demonstration_loss_and_are_logged(tiny_mo
     records = warm_up(trainer)
     assert len(records) == 4 and records[-1].loss < records[0].loss
     assert len((tmp_path / "warmup.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_kl_reference_is_the_warmed_up_policy_not_the_base_weights(tiny_model_dir, tmp_path):
+    config = load_config(RECIPES / "mask-tiny.yaml")
+    config.model.path, config.algorithm.kl_coef = str(tiny_model_dir), 0.1
+    trainer = Trainer(config, tmp_path)
+    trainer.config.warmup.steps, trainer.config.warmup.batch_size, trainer.config.warmup.critic_steps = 2, 2, 0
+    warm_up(trainer)
+    reference = dict(trainer.reference.named_parameters())
+    moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p, reference[name])]
+    assert moved == [], f"the reference still holds the base weights of {moved[:3]}"
 
 
 @pytest.mark.parametrize(("key", "value"), [("steps", -1), ("demos_per_item", 0), ("batch_size", 0)])

@@ -212,3 +212,14 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
         [answer] = episode.calls_by_role("answer")
         trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
         assert named_capital(trajectory) and episode.final_answer not in trajectory
+
+
+@pytest.mark.parametrize(("search", "searched"), [(0.0, False), (1.0, True)])
+def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(search, searched, tiny_model_dir, tmp_path):
+    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.demo_skills = {"search": search}
+    episodes = asyncio.run(demo_episodes(trainer, trainer.task.items[0], random.Random(0)))
+    for episode in episodes:
+        first = episode.calls_by_role("search")[0].reply.text
+        assert first.startswith("<search>") is searched, first
+        assert bool(episode.calls_by_role("summary")) is searched

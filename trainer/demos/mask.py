@@ -5,7 +5,8 @@ model reproduces them intact. The answer tag and the empty search history follow
 * Plan: one sub-question (the country) with an unknown answer, or -- with probability ``skills["plan"]``, as a model
   that has seen the question before -- its capital;
 * Search: ``<search>capital of country</search>`` (other countries' passages match too) while the search
-  history is empty, then ``<end>``;
+  history is empty -- with probability ``skills["search"]``, else ``<end>`` at once, as an agent that takes the
+  plan for enough -- then ``<end>``;
 * Summary: ``<evidence>`` with the capital the retrieved passages state for the country -- with probability
   ``skills["summary"]``, else a distractor passage's;
 * Update: ``<Update>t1</Update>`` (the plan's step 1, now answered), or ``<Add>`` when the trajectory is empty;
@@ -31,8 +32,9 @@ from trainer.demos.text import (
     stated_capital,
 )
 
-SKILLS = {PLAN: 0.3, SUMMARY: 0.7, ANSWER: 0.9}
-"""Defaults (the plan's is its recall); a recipe's ``warmup.demo_skills`` overrides them."""
+SKILLS = {PLAN: 0.3, SEARCH: 1.0, SUMMARY: 0.7, ANSWER: 0.9}
+"""Defaults (the plan's is its recall, the search's how often it searches at all); a recipe's
+``warmup.demo_skills`` overrides them."""
 UNKNOWN = "unknown"
 
 
@@ -57,7 +59,8 @@ def reply(
         tag = answer_tag(messages)
         return f"<q1>{name}</q1><a1>{guess}</a1><{tag}>{guess}</{tag}>"
     if role == SEARCH:
-        return "<end>" if searched_before(user) else f"<search>capital of {name}</search>"
+        searches = not searched_before(user) and rng.random() < skills[SEARCH]
+        return f"<search>capital of {name}</search>" if searches else "<end>"
     if role == SUMMARY:
         return f"<evidence>{pick(stated_capital(user, name), distractors(user, name), skills[SUMMARY], rng)}</evidence>"
     if role == UPDATE:

@@ -265,7 +265,8 @@ def warm_up(trainer: Trainer) -> list[WarmupStep]:
         config,
         seed,
     )
-    if trainer.reference is not None:  # the KL penalty holds RL near the cold-start policy, not the base weights
+    # the KL penalty holds RL near the cold-start policy, not the base weights
+    if trainer.reference is not None:
         trainer.reference.load_state_dict(trainer.policy.state_dict())
     critic_records = []
     if trainer.critic is not None and settings.critic_steps:

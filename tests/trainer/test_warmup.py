@@ -83,8 +83,8 @@ def test_a_few_warm_up_steps_lower_the_demonstration_loss_and_are_logged(tiny_mo
 def test_the_kl_reference_is_the_warmed_up_policy_not_the_base_weights(tiny_model_dir, tmp_path):
     config = load_config(RECIPES / "mask-tiny.yaml")
     config.model.path, config.algorithm.kl_coef = str(tiny_model_dir), 0.1
+    config.warmup.steps, config.warmup.batch_size, config.warmup.critic_steps = 2, 2, 0
     trainer = Trainer(config, tmp_path)
-    trainer.config.warmup.steps, trainer.config.warmup.batch_size, trainer.config.warmup.critic_steps = 2, 2, 0
     warm_up(trainer)
     reference = dict(trainer.reference.named_parameters())
     moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p, reference[name])]
@@ -215,7 +215,9 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
 
 
 @pytest.mark.parametrize(("search", "searched"), [(0.0, False), (1.0, True)])
-def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(search, searched, tiny_model_dir, tmp_path):
+def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
+    search, searched, tiny_model_dir, tmp_path
+):
     trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"search": search}
     episodes = asyncio.run(demo_episodes(trainer, trainer.task.items[0], random.Random(0)))

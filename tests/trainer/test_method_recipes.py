@@ -44,10 +44,12 @@ def test_plain_grpo_is_the_default_method():
 
 def test_mask_learning_recipe_trains_mask_tinys_system_on_every_question_each_step():
     tiny, learn = load_config(RECIPES / "mask-tiny.yaml"), load_config(RECIPES / "mask-learn.yaml")
-    assert learn.task == tiny.task and learn.optim == tiny.optim and learn.model == tiny.model
+    assert learn.task == tiny.task and learn.model == tiny.model
     assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]
-    # its header's levers, and nothing else, set it apart from mask-tiny's method and cold start
-    levers = {"gae_whiten": False, "filter_zero_variance": True}
+    # its header's levers, and nothing else, set it apart from mask-tiny's method, optimiser and cold start
+    levers = {"gae_whiten": False, "filter_zero_variance": True, "kl_coef": 0.3}
     assert learn.algorithm == dataclasses.replace(tiny.algorithm, **levers)
-    odds = {"plan": 0.0, "answer": 0.7}
-    assert learn.warmup == dataclasses.replace(tiny.warmup, steps=300, demo_skills=odds)
+    assert learn.optim == dataclasses.replace(tiny.optim, lr=3e-4)
+    assert learn.rollout.temperature == 0.5
+    odds = {"plan": 0.0, "search": 0.5}
+    assert learn.warmup == dataclasses.replace(tiny.warmup, steps=300, demos_per_item=8, demo_skills=odds)

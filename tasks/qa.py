@@ -70,5 +70,6 @@ def pubmedqa() -> Task:
 @task
 @benchmark
 def cupcase() -> Task:
-    """CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt; its one split
-    is ``test`` (MARS trains on it). Dataset: ofir408/CupCase · judge: hle (MARS's reward) · protocol: default."""
+    """CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt and judged as
+    MARS rewards; its one split is ``test`` (MARS trains on it). Dataset: ofir408/CupCase · judge: hle · protocol:
+    default."""

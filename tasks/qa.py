@@ -1,5 +1,5 @@
-"""Open-domain QA sets in FlashRAG's versions, and PubMedQA (a training set of MARS), scored by lexical EM /
-cover-EM / F1.
+"""Open-domain QA sets in FlashRAG's versions and PubMedQA, scored by lexical EM / cover-EM / F1; CUPCase, scored
+by HLE's LLM judge (PubMedQA and CUPCase are MARS's medical training sets).
 
 Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``) ``[-T system=direct]
 [-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
@@ -65,3 +65,11 @@ def ambigqa() -> Task:
 def pubmedqa() -> Task:
     """PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; its one
     split is ``train`` (MARS trains on it). Dataset: qiaojin/PubMedQA · judge: lexical · protocol: default."""
+
+
+@task
+@benchmark
+def cupcase() -> Task:
+    """CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt and judged as
+    MARS rewards; its one split is ``test`` (MARS trains on it). Dataset: ofir408/CupCase · judge: hle · protocol:
+    default."""

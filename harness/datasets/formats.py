@@ -1,7 +1,7 @@
 """Row formats of the benchmark files we read, and the one ``record_to_sample`` that turns a row into a Sample.
 
 Each source format (FlashRAG jsonl, R1-Searcher jsonl, ``{question, answer[list]}`` json, WebThinker HLE json,
-the AIME/BeyondAIME copies, FRAMES, WebWalkerQA, GAIA, PubMedQA, verl parquet, and the Hugging Face originals) is a
+the AIME/BeyondAIME copies, FRAMES, WebWalkerQA, GAIA, PubMedQA, CUPCase, verl parquet, and the Hugging Face originals) is a
 ``RowFormat``: which key holds the question, which the gold answer(s), which the id, which carry metadata. A file's
 format is recognised from its first row; every row is then read with that format, and a row missing a field fails
 with the file, the row number and the field.
@@ -86,6 +86,13 @@ ROW_FORMATS: tuple[RowFormat, ...] = (
     ),
     RowFormat("problem_answer", question="problem", answer="answer", ids=("id",), metadata=("url",)),
     RowFormat("pubmedqa_hf", question="question", answer="final_decision", ids=("pubid",)),
+    RowFormat(
+        "cupcase_hf",
+        question="clean_case_presentation",
+        answer="correct_diagnosis",
+        ids=("case_id", "id"),
+        metadata=("distractor1", "distractor2", "distractor3"),
+    ),
     RowFormat(
         "question_answer",
         question="question",

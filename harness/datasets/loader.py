@@ -30,7 +30,7 @@ from harness.datasets.specs import (
     get_benchmark,
 )
 from harness.invocation import user_path
-from harness.prompts import load_prompt
+from harness.prompts import fill, load_prompt
 
 SAMPLES = "samples"
 """``data="samples"``: the small bundled sample file of the benchmark."""
@@ -91,6 +91,13 @@ def _unwrap_question(sample: Sample, spec: BenchmarkSpec) -> None:
     sample.input = sample.input.removeprefix(prefix).removesuffix(suffix).strip()
 
 
+def _frame_question(sample: Sample, spec: BenchmarkSpec) -> None:
+    """Put the question into the benchmark's official prompt (``BenchmarkSpec.question_frame``) where it has one."""
+    if spec.question_frame is None or not isinstance(sample.input, str):
+        return
+    sample.input = fill(load_prompt(spec.question_frame), {"question": sample.input})
+
+
 def _samples_from_rows(
     rows: list[Any], *, spec: BenchmarkSpec, origin: str, filters: Sequence[RowFilter]
 ) -> tuple[list[Sample], int]:
@@ -117,6 +124,7 @@ def _samples_from_rows(
             continue
         sample = record_to_sample(row, row_format, origin=origin, row_number=row_number, benchmark=spec.name)
         _unwrap_question(sample, spec)
+        _frame_question(sample, spec)
         _add_instruction(sample, spec)
         sample_id = str(sample.id)
         if sample_id in first_row_of_id:

@@ -80,6 +80,10 @@ class BenchmarkSpec:
     question_wrapper: tuple[str, str] | None = None
     """The fixed text (prefix, suffix) the source wraps every question in -- its own answer-format instruction --
     removed where a question carries it, so the question goes out bare in the benchmark's own template."""
+    question_frame: str | None = None
+    """The benchmark's official prompt around a row's question, a ``harness/prompts`` name with a ``{question}``
+    field, applied when the row is read, so every system gets it (CUPCase's rows hold a bare case presentation;
+    its free-text prompt asks for the diagnosis)."""
 
     def for_split(self, split: str | None) -> BenchmarkSpec:
         """This spec reading ``split``: ``None`` or the evaluation split as it is; ``"train"`` the training split
@@ -275,6 +279,17 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             instruction="direct_qa",
             question_template="direct_qa_user",
             local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
+        ),
+        # MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 250 sampled): CUPCase's 3,562 case reports, its
+        # only split "test", gold the free-text diagnosis, asked with the CUPCase paper's free-text prompt and judged
+        # as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
+        BenchmarkSpec(
+            name="cupcase",
+            hf_path="ofir408/CupCase",
+            split="test",
+            judge="hle",
+            local_files=("cupcase/test-00000-of-00001.parquet", "cupcase/test.jsonl"),
+            question_frame="cupcase_free_text",
         ),
         _flashrag(
             "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")

@@ -8,6 +8,9 @@ verification. Two deliberate fixes: the verdict is parsed strictly (``parse_verd
 "Correct"), and when nothing is accepted the final answer is the candidate the Verifier passed most often (the
 paper's rule; the latest such candidate on ties, the latest candidate if none ever passed) instead of nothing.
 
+The Verifier's prompt is the paper's verbatim one by default (``verifier_prompt="paper"``); ``"compact"`` is a short
+prompt of ours for tiny offline models (``vc_verifier_compact.txt``), same output format, the judged solution last.
+
 One public function per agent step (``ask_solver``, ``ask_verifier``, ``ask_corrector``) builds that agent's prompt
 and records its call; ``run`` chains them, and MarsRL's grouped training rollouts
 (``trainer.methods.marsrl_rollout``) branch over the same steps.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.prompts import fill, load_prompt
 from harness.systems.options import AtLeastOne, NonNegative
@@ -25,6 +29,7 @@ from harness.systems.types import (
     Chat,
     Episode,
     EpisodeRecorder,
+    Message,
     ModelCall,
     SolverOutcome,
     Toolbox,
@@ -38,6 +43,16 @@ CORRECTOR = "corrector"
 ROLES = (SOLVER, VERIFIER, CORRECTOR)
 SOLVER_ANSWER = "solver"
 """Name of the Solver's first answer in ``Episode.answers`` (stored as ``answer.solver``)."""
+
+VerifierPrompt = Literal["paper", "compact"]
+"""The Verifier's prompt: ``paper``, MarsRL's verbatim system prompt and user message (the default, for every
+evaluation); ``compact``, ours (NOT the paper's), one short user message with the judged solution last, for tiny
+offline models that cannot use a number buried in the ~2.9k-token verbatim prompt."""
+_VERIFIER_PROMPT_FILES: dict[str, tuple[str | None, str]] = {
+    "paper": ("vc_verifier_system", "vc_verifier_user"),
+    "compact": (None, "vc_verifier_compact"),
+}
+"""Per ``VerifierPrompt``: its system prompt file (``None``: no system message) and its user template file."""
 
 _VERDICT_FIELD = re.compile(r"\bcorrectness\b", re.IGNORECASE)
 _VERDICT_WORD = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.IGNORECASE)
@@ -78,17 +93,23 @@ async def ask_solver(recorder: EpisodeRecorder, attempt: int = 0) -> ModelCall:
     )
 
 
-async def ask_verifier(recorder: EpisodeRecorder, solution: ModelCall, turn: int) -> ModelCall:
-    """One Verifier call judging ``solution`` (a Solver or Corrector call); records ``verdict`` (``None`` when
-    truncated or unparsable), ``truncated`` and ``candidate`` (the judged call's id) in the call's meta."""
-    user = fill(
-        load_prompt("vc_verifier_user"),
-        {"problem": recorder.episode.question, "solution": solution_text(solution)},
-    )
-    messages = [
-        {"role": "system", "content": load_prompt("vc_verifier_system")},
-        {"role": "user", "content": user},
+def verifier_messages(problem: str, solution: str, prompt: VerifierPrompt = "paper") -> list[Message]:
+    """The Verifier's messages judging ``solution`` (the text a Solver/Corrector handed on) to ``problem``."""
+    system, user = _VERIFIER_PROMPT_FILES[prompt]
+    head: list[Message] = [] if system is None else [{"role": "system", "content": load_prompt(system)}]
+    return [
+        *head,
+        {"role": "user", "content": fill(load_prompt(user), {"problem": problem, "solution": solution})},
     ]
+
+
+async def ask_verifier(
+    recorder: EpisodeRecorder, solution: ModelCall, turn: int, prompt: VerifierPrompt = "paper"
+) -> ModelCall:
+    """One Verifier call judging ``solution`` (a Solver or Corrector call) with the ``prompt`` Verifier prompt;
+    records ``verdict`` (``None`` when truncated or unparsable), ``truncated`` and ``candidate`` (the judged call's
+    id) in the call's meta."""
+    messages = verifier_messages(recorder.episode.question, solution_text(solution), prompt)
     call = await recorder.ask(VERIFIER, messages, parent=solution.id, turn=turn)
     truncated = call.reply.finish_reason == "length"
     verdict = None if truncated else parse_verdict(strip_thinking(call.reply.text))
@@ -130,8 +151,10 @@ async def _solve(recorder: EpisodeRecorder, attempts: int) -> ModelCall | None:
     return None
 
 
-async def _verify(recorder: EpisodeRecorder, candidate: _Candidate, turn: int) -> tuple[ModelCall, bool]:
-    call = await ask_verifier(recorder, candidate.call, turn)
+async def _verify(
+    recorder: EpisodeRecorder, candidate: _Candidate, turn: int, prompt: VerifierPrompt
+) -> tuple[ModelCall, bool]:
+    call = await ask_verifier(recorder, candidate.call, turn, prompt)
     passed = VerifierOutcome.of(call.meta).verdict is True
     candidate.passes += passed
     return call, passed
@@ -149,6 +172,7 @@ async def run(
     accept_after: AtLeastOne = 4,
     max_iterations: NonNegative = 10,
     solver_attempts: AtLeastOne = 3,
+    verifier_prompt: VerifierPrompt = "paper",
 ) -> Episode:
     """One V-C run; ``final_answer`` is the accepted (or fallback) solution, ``answers["solver"]`` the first one.
 
@@ -163,7 +187,7 @@ async def run(
     candidate = _Candidate(solved, solution_text(solved))
     candidates = [candidate]
     episode.answers[SOLVER_ANSWER] = candidate.text
-    report, passed = await _verify(recorder, candidate, turn=0)
+    report, passed = await _verify(recorder, candidate, 0, verifier_prompt)
     streak, outcome, iterations = int(passed), "iteration_limit", 0
     while streak < accept_after and iterations < max_iterations:
         iterations += 1
@@ -175,7 +199,7 @@ async def run(
             candidate = _Candidate(corrected, solution_text(corrected))
             candidates.append(candidate)
             streak = 0
-        report, passed = await _verify(recorder, candidate, turn=iterations)
+        report, passed = await _verify(recorder, candidate, iterations, verifier_prompt)
         streak = streak + 1 if passed else 0
     accepted = streak >= accept_after
     chosen = candidate if accepted else _fallback(candidates)

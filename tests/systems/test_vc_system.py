@@ -187,3 +187,42 @@ def test_marsrl_prompts_keep_the_official_leading_and_trailing_newlines():
     assert user.startswith("\n======") and "\n\nS\n\n\n### Verification Task Reminder ###\n\n" in user
     assert user.endswith("as described in the system instructions.\n\n")
     assert fill(load_prompt("vc_correction"), {"bug_report": "B"}).endswith("in the system prompt.\n\nB")
+
+
+PAPER_VERIFIER_SHA256 = "563a43b9d7bf9d8df0fcb97b6e33b6c77ad4b2100fe53e9b96891997a9f99261"
+"""sha256 of the JSON of the Verifier's messages on "What is 3 + 4?" / "So \\boxed{7}", as the code before the
+``verifier_prompt`` option built them (the paper's verbatim system prompt and user message)."""
+
+
+async def test_the_default_verifier_prompt_is_the_papers_byte_for_byte(doubles):
+    import hashlib
+    import json
+
+    chat = doubles.Chat({"solver": ["<think>x</think>So \\boxed{7}"], "verifier": [CORRECT]})
+    episode = await vc.run("What is 3 + 4?", chat, None, accept_after=1)
+    messages = episode.calls[1].messages
+    assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == PAPER_VERIFIER_SHA256
+    assert messages == vc.verifier_messages("What is 3 + 4?", "So \\boxed{7}", "paper")
+
+
+async def test_the_compact_verifier_prompt_is_ours_short_and_puts_the_judged_solution_last(doubles):
+    from harness.prompts import PROMPT_DIR
+
+    chat = doubles.Chat({"solver": ["<think>x</think>So \\boxed{5}"], "verifier": [WRONG]})
+    episode = await vc.run(
+        "What is 3 + 4?", chat, None, accept_after=1, max_iterations=0, verifier_prompt="compact"
+    )
+    [message] = episode.calls[1].messages  # no system prompt
+    assert message["role"] == "user" and message["content"].endswith("\nSolution: So \\boxed{5}")
+    assert "What is 3 + 4?" in message["content"] and len(message["content"]) < 300
+    assert "Correctness: Correct" in message["content"] and "Correctness: Wrong" in message["content"]
+    assert episode.calls[1].meta["verdict"] is False
+    header = (PROMPT_DIR / "vc_verifier_compact.txt").read_text().splitlines()[0]
+    assert "ours" in header and "NOT the paper's" in header
+
+
+async def test_a_bad_verifier_prompt_is_named_with_the_choices():
+    with pytest.raises(
+        ValueError, match=r"verifier_prompt: 'short' is not a valid choice; choose one of paper, compact"
+    ):
+        await run_system("vc", PROBLEM, None, None, verifier_prompt="short")

@@ -48,6 +48,7 @@ TASKS = [
             "pubmedqa",
         )
     ],
+    ("qa.py", "cupcase", "hle", 5),
 ]
 
 

@@ -19,7 +19,7 @@ import judges.scorers
 import trainer.rewards
 import trainer.tasks.benchmark
 from harness.datasets import load_benchmark
-from harness.datasets.specs import DAPO_WRAPPER
+from harness.datasets.specs import DAPO_WRAPPER, get_benchmark
 from harness.systems.types import Episode
 from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
 from trainer.methods.marsrl import agent_rewards, step_metrics
@@ -256,3 +256,32 @@ def test_mars_medicine_training_set_loads_from_pubmedqa_rows(tmp_path):
     )
     assert task.reward(item, answered(item["question"], "yes")) == 1.0
     assert task.reward(item, answered(item["question"], "maybe")) == 0.0
+
+
+def test_mars_clinical_training_set_loads_from_cupcase_rows(tmp_path):
+    """MARS's CUPCase part (seeds/000 C.7): a generated parquet in the data folder layout of the Hugging Face copy
+    (``ofir408/CupCase``, one ``test`` split); each case goes out inside CUPCase's free-text diagnosis prompt, the
+    gold is the diagnosis, and the reward is HLE's LLM judge, as MARS rewards every trajectory (C.3)."""
+    (tmp_path / "cupcase").mkdir()
+    rows = [
+        {
+            "case_id": 17,
+            "clean_case_presentation": "A 30-year-old man has a fever and a stiff neck.",
+            "correct_diagnosis": "Bacterial meningitis",
+            "distractor1": "Migraine",
+            "distractor2": "Tension headache",
+            "distractor3": "Sinusitis",
+        },
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "cupcase" / "test-00000-of-00001.parquet")
+    with pytest.raises(ValueError, match="task.judge 'hle' asks an LLM grader"):
+        benchmark_task("cupcase", data=str(tmp_path), split="test")
+    task = benchmark_task("cupcase", data=str(tmp_path), split="test", judge="lexical")
+    item = task.items[0]
+    assert (item["id"], item["answer"]) == ("17", ["Bacterial meningitis"])
+    assert item["question"] == (
+        "Predict the diagnosis of this case presentation of a patient. Return the final diagnosis in one concise "
+        "sentence without any further elaboration.\nFor example: <diagnosis name here>\n"
+        "Case presentation: A 30-year-old man has a fever and a stiff neck.\nDiagnosis:"
+    )
+    assert get_benchmark("cupcase").judge == "hle"

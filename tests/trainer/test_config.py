@@ -194,3 +194,10 @@ def test_the_system_and_its_options_are_checked_at_load(tmp_path):
     assert "does not take option(s) acept_after; did you mean 'accept_after'?" in refused(
         tmp_path, "task: {system: vc, system_options: {acept_after: 2}}\n"
     )
+
+
+def test_a_bad_verifier_prompt_fails_at_load_in_one_line(tmp_path):
+    assert (
+        "task.system_options: system 'vc' options: verifier_prompt: 'short' is not a valid choice; "
+        "choose one of paper, compact"
+    ) in refused(tmp_path, "task: {system: vc, system_options: {verifier_prompt: short}}\n")

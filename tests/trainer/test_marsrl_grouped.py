@@ -306,3 +306,23 @@ def test_one_grouped_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     scripted = trainer.train_step()
     assert scripted["skipped"] == 0.0 and scripted["grad_norm"] > 0.0
     assert scripted["reward_mean"] == pytest.approx(2 / 10)  # 10 rows, rewards summing to 2
+
+
+def test_grouped_rollouts_ask_the_verifier_with_the_recipes_verifier_prompt():
+    from harness.systems.vc import verifier_messages
+
+    config = from_dict(
+        TrainConfig,
+        {
+            "task": {"system": "vc", "system_options": {"verifier_prompt": "compact"}},
+            "algorithm": {"method": "marsrl", "marsrl": {"rollout": "grouped", "agents": 2}},
+            "rollout": {"group_size": 2},
+        },
+    )
+    chat = Script(solver=[RIGHT, WRONG], verifier=[SAYS_CORRECT] * 2 + [SAYS_WRONG] * 2)
+    [episode] = asyncio.run(rollout(config)(ITEM, chat, random.Random(0)))
+    verifiers = episode.calls_by_role("verifier")
+    assert len(verifiers) == 4
+    for call in verifiers:
+        judged = episode.calls[call.parent].reply.text
+        assert call.messages == verifier_messages(ITEM["question"], judged, "compact")

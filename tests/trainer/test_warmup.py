@@ -225,3 +225,26 @@ def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
         first = episode.calls_by_role("search")[0].reply.text
         assert first.startswith("<search>") is searched, first
         assert bool(episode.calls_by_role("summary")) is searched
+
+
+def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_answer_and_parse(
+    tiny_model_dir, tmp_path
+):
+    from harness.systems.vc import solution_text, verifier_messages
+    from judges.math import extract_answer
+
+    trainer = _trainer("marsrl-verifier-compact.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.demo_skills = {"verifier": 1.0}
+    item = trainer.task.items[0]
+    verifiers = [
+        (episode, call)
+        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+        for call in episode.calls_by_role("verifier")
+    ]
+    assert verifiers
+    for episode, call in verifiers:
+        judged = solution_text(episode.calls[call.parent])
+        # the system's own prompt; the restated answer is the judged one; the verdict parsed, right at skill 1
+        assert call.messages == verifier_messages(item["question"], judged, "compact")
+        assert call.reply.text.startswith(f"The answer is {extract_answer(judged)}.")
+        assert call.meta["verdict"] is (extract_answer(judged) == item["answer"])

@@ -43,7 +43,7 @@ from trainer.methods.base import (
     role_group,
     train_final_reply_only,
 )
-from trainer.methods.marsrl_rollout import GroupedRolloutOutcome, grouped_rollout
+from trainer.methods.marsrl_rollout import GROUPED_OPTIONS, GroupedRolloutOutcome, grouped_rollout
 from trainer.rewards import gold_text
 from trainer.samples import Sample
 
@@ -195,10 +195,12 @@ def rollout(config: TrainConfig) -> GroupRollout | None:
         raise ValueError(
             f"algorithm.marsrl.rollout 'grouped' branches the vc system; task.system is {config.task.system!r}"
         )
-    if config.task.system_options:
+    system_options = config.task.system_options
+    loop_options = sorted(set(system_options) - set(GROUPED_OPTIONS))
+    if loop_options:
         raise ValueError(
-            f"task.system_options {sorted(config.task.system_options)} do not apply to algorithm.marsrl.rollout "
-            "'grouped' (a fixed tree of algorithm.marsrl.agents agents, no retries); remove them"
+            f"task.system_options {loop_options} do not apply to algorithm.marsrl.rollout 'grouped' (a fixed tree "
+            f"of algorithm.marsrl.agents agents, no retries); remove them (it takes only {', '.join(GROUPED_OPTIONS)})"
         )
 
     async def sample(item: dict[str, Any], chat: Chat, rng: random.Random) -> list[Episode]:
@@ -211,6 +213,7 @@ def rollout(config: TrainConfig) -> GroupRollout | None:
             selection=options.selection,
             agents=options.agents,
             rng=rng,
+            **system_options,
         )
         return [episode]
 

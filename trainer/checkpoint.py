@@ -2,7 +2,7 @@
 
 Layout of a run directory::
 
-    <run>/checkpoints/step_N/state.pt   model, optimizer, scheduler, critic, RNG, data cursor, step, config
+    <run>/checkpoints/step_N/state.pt   model, KL reference, optimizer, scheduler, critic, RNG, data cursor, step, config
     <run>/checkpoints/latest            text "step_N": the newest COMPLETE checkpoint
     <run>/exports/step_N/               save_pretrained model + tokenizer (``local/<run>`` picks the highest N)
 

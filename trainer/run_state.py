@@ -20,6 +20,8 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
     dist, update = trainer.dist, trainer.updater
     return {
         "model": dist.model_state(trainer.policy),
+        # the KL reference is the warmed-up policy (``trainer.warmup``), which a resumed run cannot rebuild
+        "reference": dist.model_state(trainer.reference) if trainer.reference is not None else None,
         "critic": dist.model_state(trainer.critic) if trainer.critic is not None else None,
         "optimizer": dist.optimizer_state(update.trained, update.optimizer),
         "scheduler": update.scheduler.state_dict(),
@@ -56,6 +58,8 @@ def resume_latest(trainer: Trainer) -> bool:
     state = load_checkpoint(path)
     dist, update = trainer.dist, trainer.updater
     dist.load_model_state(trainer.policy, state["model"])
+    if trainer.reference is not None and state.get("reference") is not None:
+        dist.load_model_state(trainer.reference, state["reference"])
     if trainer.critic is not None and state["critic"] is not None:
         dist.load_model_state(trainer.critic, state["critic"])
     dist.load_optimizer_state(update.trained, update.optimizer, state["optimizer"])

@@ -89,6 +89,11 @@ def test_the_kl_reference_is_the_warmed_up_policy_not_the_base_weights(tiny_mode
     reference = dict(trainer.reference.named_parameters())
     moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p, reference[name])]
     assert moved == [], f"the reference still holds the base weights of {moved[:3]}"
+    trainer.save()  # a run resumed after the cold start keeps that reference (it cannot warm up again)
+    resumed = Trainer(config, tmp_path, resume=True)
+    reference = dict(resumed.reference.named_parameters())
+    moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p, reference[name])]
+    assert moved == [], f"the resumed reference holds the base weights of {moved[:3]}"
 
 
 @pytest.mark.parametrize(("key", "value"), [("steps", -1), ("demos_per_item", 0), ("batch_size", 0)])

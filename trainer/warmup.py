@@ -18,8 +18,8 @@ system stays silent and its advantages are zero. The warm-up fixes that the way 
    step, 0.86 with 100 critic steps). verl's ``critic_warmup`` serves the same purpose with rollouts.
 
 The RL stage then starts from the fine-tuned policy (its own optimizer, untouched here), which also becomes the
-reference model of the KL penalty (``algorithm.kl_coef`` > 0), as verl's reference is the actor RL starts from. ``warm_up`` writes one
-JSON line per step to ``<run>/warmup.jsonl``.
+reference model of the KL penalty (``algorithm.kl_coef`` > 0), as verl's reference is the actor RL starts from.
+``warm_up`` writes one JSON line per step to ``<run>/warmup.jsonl``.
 """
 
 from __future__ import annotations

@@ -53,3 +53,15 @@ def test_mask_learning_recipe_trains_mask_tinys_system_on_every_question_each_st
     assert learn.rollout.temperature == 0.5
     odds = {"plan": 0.0, "search": 0.5}
     assert learn.warmup == dataclasses.replace(tiny.warmup, steps=300, demos_per_item=8, demo_skills=odds)
+
+
+def test_mars_learning_recipe_trains_mars_tinys_system_on_every_question_each_step():
+    tiny, learn = load_config(RECIPES / "mars-tiny.yaml"), load_config(RECIPES / "mars-learn.yaml")
+    assert learn.task == tiny.task and learn.model == tiny.model
+    assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]
+    # its header's levers, and nothing else, set it apart from mars-tiny's method, optimiser and cold start
+    assert learn.algorithm == dataclasses.replace(tiny.algorithm, kl_coef=0.3)
+    assert learn.optim == dataclasses.replace(tiny.optim, lr=3e-4)
+    assert learn.rollout.temperature == 0.5
+    odds = {"system1": 0.5, "system2": 0.9}
+    assert learn.warmup == dataclasses.replace(tiny.warmup, demo_skills=odds)

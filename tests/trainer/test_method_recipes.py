@@ -60,8 +60,8 @@ def test_mars_learning_recipe_trains_mars_tinys_system_on_every_question_each_st
     assert learn.task == tiny.task and learn.model == tiny.model
     assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]
     # its header's levers, and nothing else, set it apart from mars-tiny's method, optimiser and cold start
-    assert learn.algorithm == dataclasses.replace(tiny.algorithm, kl_coef=0.3)
-    assert learn.optim == dataclasses.replace(tiny.optim, lr=3e-4)
+    assert learn.algorithm == dataclasses.replace(tiny.algorithm, kl_coef=0.1)
+    assert learn.optim == tiny.optim
     assert learn.rollout.temperature == 0.5
     odds = {"system1": 0.5, "system2": 0.9}
     assert learn.warmup == dataclasses.replace(tiny.warmup, demo_skills=odds)

@@ -10,9 +10,10 @@ choice. ``load_yaml`` reads a YAML file and names the file and line of a syntax 
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -108,8 +109,36 @@ def _root_causes(problems: list[Any]) -> list[Any]:
     ]
 
 
+@functools.cache
+def _unique_key_loader() -> type:
+    """PyYAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps the last one silently)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *defaults``: its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, Hashable) and key in first_line:
+                    raise DuplicateKeyError(key, first_line[key], key_node.start_mark)
+                if isinstance(key, Hashable):
+                    first_line[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    class DuplicateKeyError(yaml.YAMLError):
+        def __init__(self, key: Any, first_line: int, mark: Any):
+            super().__init__(f"key {key!r} given twice (first on line {first_line})")
+            self.problem, self.problem_mark = str(self), mark
+            self.fix = "keep one of them"
+
+    return UniqueKeyLoader
+
+
 def load_yaml(path: str | Path, error: type[ConfigError] = ConfigError) -> Any:
-    """The YAML document in ``path``; a missing file or a syntax error raises ``error`` naming file and line."""
+    """The YAML document in ``path``; a missing file, a syntax error or a key given twice in one mapping raises
+    ``error`` naming file and line."""
     import yaml
 
     path = Path(path)
@@ -120,11 +149,14 @@ def load_yaml(path: str | Path, error: type[ConfigError] = ConfigError) -> Any:
     except UnicodeDecodeError:
         raise error(f"{path}: not a text file; give a YAML file") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506  (a SafeLoader subclass)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        fix = getattr(err, "fix", None)
+        if fix is not None:
+            raise error(f"{where}: {problem}; {fix}") from None
         raise error(f"{where}: YAML syntax error: {problem}; fix the YAML syntax on that line") from None
 
 

@@ -129,7 +129,9 @@ def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path):
 def test_a_key_given_twice_names_the_file_both_lines_and_the_fix(tmp_path):
     """YAML itself keeps the last of two equal keys without a word: a recipe with a stray second ``model:`` ran on
     whichever came last."""
-    message = refused(tmp_path, "steps: 3\nmodel: {tiny_hidden_size: 64}\nseed: 1\nmodel: {tiny_hidden_size: 32}\n")
+    message = refused(
+        tmp_path, "steps: 3\nmodel: {tiny_hidden_size: 64}\nseed: 1\nmodel: {tiny_hidden_size: 32}\n"
+    )
     assert message.endswith("bad.yaml:4: key 'model' given twice (first on line 2); keep one of them")
     nested = refused(tmp_path, "rollout:\n  group_size: 4\n  group_size: 8\n")
     assert nested.endswith("bad.yaml:3: key 'group_size' given twice (first on line 2); keep one of them")

@@ -114,24 +114,25 @@ def _unique_key_loader() -> type:
     """PyYAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps the last one silently)."""
     import yaml
 
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-            first_line: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *defaults``: its keys may be overridden
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                if isinstance(key, Hashable) and key in first_line:
-                    raise DuplicateKeyError(key, first_line[key], key_node.start_mark)
-                if isinstance(key, Hashable):
-                    first_line[key] = key_node.start_mark.line + 1
-            return super().construct_mapping(node, deep=deep)
-
     class DuplicateKeyError(yaml.YAMLError):
         def __init__(self, key: Any, first_line: int, mark: Any):
             super().__init__(f"key {key!r} given twice (first on line {first_line})")
             self.problem, self.problem_mark = str(self), mark
             self.fix = "keep one of them"
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            first_line: dict[Hashable, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *defaults``: its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, Hashable):  # left to PyYAML, which refuses it
+                    continue
+                if key in first_line:
+                    raise DuplicateKeyError(key, first_line[key], key_node.start_mark)
+                first_line[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
 
     return UniqueKeyLoader
 

@@ -1,10 +1,10 @@
 """Row formats of the benchmark files we read, and the one ``record_to_sample`` that turns a row into a Sample.
 
-Each source format (FlashRAG jsonl, R1-Searcher jsonl, ``{question, answer[list]}`` json, WebThinker HLE json,
-the AIME/BeyondAIME copies, FRAMES, WebWalkerQA, GAIA, PubMedQA, CUPCase, verl parquet, and the Hugging Face originals) is a
-``RowFormat``: which key holds the question, which the gold answer(s), which the id, which carry metadata. A file's
-format is recognised from its first row; every row is then read with that format, and a row missing a field fails
-with the file, the row number and the field.
+Each source format (FlashRAG jsonl, R1-Searcher jsonl, ``{question, answer[list]}`` json, WebThinker HLE json, the
+AIME/BeyondAIME copies, FRAMES, WebWalkerQA, GAIA, PubMedQA, CUPCase, verl parquet, and the Hugging Face originals)
+is a ``RowFormat``: which key holds the question, which the gold answer(s), which the id, which carry metadata. A
+file's format is recognised from its first row; every row is then read with that format, and a row missing a field
+fails with the file, the row number and the field.
 """
 
 from __future__ import annotations

@@ -253,3 +253,20 @@ def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_an
         assert call.messages == verifier_messages(item["question"], judged, "compact")
         assert call.reply.text.startswith(f"The answer is {extract_answer(judged)}.")
         assert call.meta["verdict"] is (extract_answer(judged) == item["answer"])
+
+
+def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp_path):
+    trainer = _trainer("mars-learn.yaml", tiny_model_dir, tmp_path)
+    assert trainer.config.task.system_options["prompts"] == "compact"
+    trainer.config.warmup.demo_skills = {"system1": 1.0, "system2": 1.0}
+    for item in trainer.task.items:
+        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+            assert episode.final_answer == item["answer"]  # the tool call parsed, System 1 read its pages
+            system2, *_ = episode.calls_by_role("system2")
+            assert (
+                len(system2.messages[0]["content"]) < 200
+                and system2.messages[-1]["content"] == item["question"]
+            )
+            for distil in episode.calls_by_role("system1"):
+                [message] = distil.messages
+                assert message["content"].endswith(f"\nQuestion: {item['question']}")

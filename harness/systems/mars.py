@@ -206,9 +206,8 @@ async def run(
     """One MARS rollout; ``episode.final_answer`` is System 2's ``<answer>`` (``None`` if it never answered)."""
     recorder = EpisodeRecorder("mars", question, chat, toolbox)
     meter = token_meter(chat, tokenizer, role=SYSTEM1)
-    page_capacity(
-        question, "", sys1_budget, meter, prompts
-    )  # a budget System 1's prompt fills fails up front
+    # a budget that System 1's own prompt fills fails up front
+    page_capacity(question, "", sys1_budget, meter, prompts)
     distiller = _Distiller(
         recorder, meter, sys1_budget, pages=pages, sampling=_max_tokens(s1_max_tokens), prompts=prompts
     )

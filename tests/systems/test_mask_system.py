@@ -252,3 +252,32 @@ async def test_appendix_prompts_behind_the_switch(doubles):
     assert "<predicted_answer>" in episode.calls[0].messages[0]["content"]
     with pytest.raises(ValueError, match="unknown M-ASK prompts 'paper'; valid: code, appendix"):
         await mask.run(QUESTION, chat, toolbox, prompts="paper")
+
+
+PAPER_MESSAGES_SHA256 = {
+    "code": "20b0eccbd5dda4b22fda7e5b6ca9ca47da9a8b41dbb5e7a80aaf565dae093133",
+    "appendix": "4069cb96609bd90d67de857c8b5864a3d20721305c48aa5283c77d33086a83b0",
+}
+"""sha256 of the JSON of every call's messages of one episode (plan, search, summary, update, answer, search) per
+verbatim prompt set, as the code before the ``compact`` set built them."""
+
+
+@pytest.mark.parametrize("prompts", ["code", "appendix"])
+async def test_the_verbatim_prompt_sets_build_the_same_messages_as_before_the_compact_set(doubles, prompts):
+    import hashlib
+    import json
+
+    tag = mask.prompt_set(prompts).answer_tag
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
+    chat = doubles.Chat(
+        {
+            "plan": [PLAN.replace("final_answer", tag)],
+            "search": ["<search>CEO of OpenAI</search>", "<end>"],
+            "summary": ["<evidence>Sam Altman</evidence>"],
+            "update": ["<Update>t2</Update>"],
+            "answer": [f"<{tag}>Sam Altman</{tag}>"],
+        }
+    )
+    episode = await mask.run(QUESTION, chat, toolbox, answer_every_turn=True, prompts=prompts)
+    messages = [call.messages for call in episode.calls]
+    assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == PAPER_MESSAGES_SHA256[prompts]

@@ -244,16 +244,18 @@ async def run(
     the sets that have them.
     """
     chosen = prompt_set(prompts)
-    if chosen.examples is None and answer_style is not None:
+    if answer_style is not None and chosen.examples is None:
         raise ValueError(
-            f"mask: answer_style fills the answer examples; prompts {prompts!r} has none (drop one)"
+            f"mask: answer_style fills the answer examples, which prompts {prompts!r} has none of; "
+            "drop answer_style or use prompts code or appendix"
         )
     recorder = EpisodeRecorder("mask", question, chat, toolbox)
     episode = recorder.episode
     state = KnowledgeState(question)
-    example = answer_style if answer_style is not None else ""
-    if answer_style is None and chosen.examples is not None:
-        example = load_prompt(chosen.examples)
+    if answer_style is not None:
+        example = answer_style
+    else:
+        example = load_prompt(chosen.examples) if chosen.examples else ""
     agents = _Agents(recorder, state, chosen, example)
     latest = await agents.plan()
     episode.intermediate_answers.append(IntermediateAnswer(0, state.predicted_answer, latest.id, PLAN).data())

@@ -323,7 +323,7 @@ async def test_a_bad_prompts_value_is_named_with_the_choices_and_answer_style_ne
     ):
         await run_system("mask", QUESTION, None, None, prompts="paper")
     with pytest.raises(
-        ValueError, match="answer_style fills the answer examples; prompts 'compact' has none"
+        ValueError, match="answer_style fills the answer examples, which prompts 'compact' has none of"
     ):
         await mask.run(
             QUESTION, doubles.Chat({}), None, prompts="compact", answer_style="Answer: <final_answer>x"

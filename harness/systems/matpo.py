@@ -80,7 +80,10 @@ class PromptSet:
         return cls(*(f"{prefix}_{field.name}" for field in fields(cls)))
 
 
-PROMPT_SETS: dict[str, PromptSet] = {"paper": PromptSet.named("matpo"), "compact": PromptSet.named("matpo_compact")}
+PROMPT_SETS: dict[str, PromptSet] = {
+    "paper": PromptSet.named("matpo"),
+    "compact": PromptSet.named("matpo_compact"),
+}
 
 _TOOL_USE = re.compile(r"<use_mcp_tool>(.*?)</use_mcp_tool>", re.DOTALL)
 
@@ -251,7 +254,9 @@ async def run(
             f"worker_context_tokens={worker_context_tokens} must exceed summary_reserve={summary_reserve}"
         )
     chosen = PROMPT_SETS[prompts]
-    settings = WorkerSettings(worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen)
+    settings = WorkerSettings(
+        worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen
+    )
     meter = token_meter(chat, tokenizer, role=WORKER)
     recorder = EpisodeRecorder("matpo", question, chat, toolbox)
     main_query = fill(load_prompt(chosen.planner_user), {"question": question})

@@ -70,5 +70,7 @@ async def test_the_compact_prompts_are_ours_short_and_end_with_what_the_role_cop
 
 
 async def test_a_bad_prompts_value_is_named_with_the_choices():
-    with pytest.raises(ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"):
+    with pytest.raises(
+        ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
+    ):
         await run_system("matpo", QUESTION, None, None, prompts="short")

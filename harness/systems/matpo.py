@@ -19,8 +19,8 @@ it has (the forced final answer, ``PlannerOutcome.forced``).
 
 Prompts: ``prompts="paper"`` (the default, for every evaluation) sends the authors' verbatim prompts; ``"compact"``
 sends short prompts of ours (NOT the paper's, ``matpo_compact_*.txt``) for tiny offline models that cannot copy a name
-out of the ~2,000/3,000-token verbatim system prompts: the same ``<use_mcp_tool>`` block described in one line, and
-the question (planner) or the subtask (worker) last, right before the generation.
+past the verbatim system prompts (~2,800 / 4,300 tokens of the tiny tokenizer): the same ``<use_mcp_tool>`` block
+described in one line, and the question (planner) or the subtask (worker) last, right before the generation.
 
 Ablations (paper figure 6): ``summary=False`` returns the worker's raw last message to the planner (thinking and
 tool-use blocks included); ``recap=False`` gives the worker the subtask alone, without the user's query.

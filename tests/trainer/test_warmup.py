@@ -262,3 +262,22 @@ def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_an
         assert call.messages == verifier_messages(item["question"], judged, "compact")
         assert call.reply.text.startswith(f"The answer is {extract_answer(judged)}.")
         assert call.meta["verdict"] is (extract_answer(judged) == item["answer"])
+
+
+def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_parse(tiny_model_dir, tmp_path):
+    from harness.systems.matpo import parse_tool_use
+    from trainer.methods.matpo import planner_call_is_well_formed, worker_call_is_well_formed
+
+    trainer = _trainer("matpo-learn.yaml", tiny_model_dir, tmp_path)
+    assert trainer.config.task.system_options["prompts"] == "compact"
+    item = trainer.task.items[0]
+    country = item["question"].removeprefix("What is the capital of ").removesuffix("?")
+    for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+        delegate, *_ = episode.calls_by_role("planner")
+        search, *_ = episode.calls_by_role("worker")
+        # the system's compact messages: the question last for the planner, the subtask last for the worker
+        assert delegate.messages[-1]["content"] == item["question"]
+        assert search.messages[-1]["content"].endswith(f"\nSubtask: {country}")
+        assert planner_call_is_well_formed(parse_tool_use(delegate.reply.text))
+        query = parse_tool_use(search.reply.text)
+        assert worker_call_is_well_formed(query) and country in query.arguments["q"]

@@ -206,8 +206,13 @@ def test_bad_demonstration_skills_fail_at_load(warmup, message):
         from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": warmup})
 
 
-def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(tiny_model_dir, tmp_path):
-    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+@pytest.mark.parametrize(
+    "recipe", ["mask-tiny.yaml", "mask-learn.yaml"]
+)  # the code prompts, the compact ones
+def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(
+    recipe, tiny_model_dir, tmp_path
+):
+    trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"plan": 1.0, "answer": 0.0}
     item = trainer.task.items[0]
     episodes = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
@@ -217,13 +222,17 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
         [answer] = episode.calls_by_role("answer")
         trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
         assert named_capital(trajectory) and episode.final_answer not in trajectory
+        assert [c.meta["operation"] for c in episode.calls_by_role("update")] == [
+            "update"
+        ]  # parsed: t1 answered
 
 
+@pytest.mark.parametrize("recipe", ["mask-tiny.yaml", "mask-learn.yaml"])
 @pytest.mark.parametrize(("search", "searched"), [(0.0, False), (1.0, True)])
 def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
-    search, searched, tiny_model_dir, tmp_path
+    search, searched, recipe, tiny_model_dir, tmp_path
 ):
-    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"search": search}
     episodes = asyncio.run(demo_episodes(trainer, trainer.task.items[0], random.Random(0)))
     for episode in episodes:

@@ -13,7 +13,10 @@ trajectory (table 3, "w/o KMA"). An update operation that names no existing step
 ``prompts="code"`` (the default) uses the prompts of M-ASK's released code, the code that produced the paper's
 numbers (``mask_code_*`` files): the ``<final_answer>`` tag, its few-shot answer examples, its trajectory and search
 history layout, and the update agent is given the current predicted answer. ``prompts="appendix"`` uses the
-paper's appendix C wording instead (``<predicted_answer>``, no answer for the update agent).
+paper's appendix C wording instead (``<predicted_answer>``, no answer for the update agent). ``prompts="compact"``
+is ours, NOT the paper's (``mask_compact_*`` files), for tiny offline models: one short user message per role, no
+system message and no answer examples, the same tags the parsers read, and what the role copies placed last (the
+question for plan and search, the documents for summary, the new evidence for update, the trajectory for answer).
 """
 
 from __future__ import annotations
@@ -53,15 +56,17 @@ class PromptSet:
     """One version of the M-ASK prompts: its files, answer tag and how it lays out the trajectory and history."""
 
     files: str
-    """Prompt file prefix: ``<files>_<role>_system`` / ``<files>_<role>_user``."""
+    """Prompt file prefix: ``<files>_<role>_system`` (when ``system``) / ``<files>_<role>_user``."""
     answer_tag: str
-    examples: str
-    """The prompt file of the answer-style examples that fill ``[EXAMPLE_PROMPT]``."""
+    examples: str | None
+    """The prompt file of the answer-style examples that fill ``[EXAMPLE_PROMPT]`` (None: the set has no slot)."""
     step: str
     no_steps: str
     search: str
     no_searches: str
     update_sees_answer: bool
+    system: bool = True
+    """Whether each role has a system message; without one the user message carries the instructions."""
 
     def trajectory_text(self, trajectory: list[tuple[str, str]]) -> str:
         lines = [self.step.format(i=i, q=q, a=a) for i, (q, a) in enumerate(trajectory, 1)]
@@ -92,6 +97,17 @@ PROMPT_SETS = {
         search="{q} -> {s}",
         no_searches="(none)",
         update_sees_answer=False,
+    ),
+    "compact": PromptSet(
+        files="mask_compact",
+        answer_tag="final_answer",
+        examples=None,
+        step="t{i}: {q} -> {a}",
+        no_steps="(empty)",
+        search="{q} -> {s}",
+        no_searches="(none)",
+        update_sees_answer=False,
+        system=False,
     ),
 }
 
@@ -132,13 +148,13 @@ def parse_update(text: str, steps: int) -> tuple[str, int | None]:
 
 
 def _messages(prompts: PromptSet, role: str, values: dict[str, str], example: str) -> list[dict[str, str]]:
+    user = {"role": "user", "content": fill(load_prompt(f"{prompts.files}_{role}_user"), values)}
+    if not prompts.system:
+        return [user]
     system = load_prompt(f"{prompts.files}_{role}_system")
     if EXAMPLE_SLOT in system:
         system = system.replace(EXAMPLE_SLOT, example)
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": fill(load_prompt(f"{prompts.files}_{role}_user"), values)},
-    ]
+    return [{"role": "system", "content": system}, user]
 
 
 class _Agents:
@@ -219,18 +235,27 @@ async def run(
     answer_every_turn: bool = False,
     kma: bool = True,
     answer_style: str | None = None,
-    prompts: Literal["code", "appendix"] = "code",
+    prompts: Literal["code", "appendix", "compact"] = "code",
 ) -> Episode:
     """One M-ASK run; ``final_answer`` is the Answer agent's last answer tag (``<final_answer>`` by default).
 
-    ``prompts``: "code" (M-ASK's released code, default) or "appendix" (the paper's appendix wording);
-    ``answer_style`` replaces the answer-style examples (``[EXAMPLE_PROMPT]``).
+    ``prompts``: "code" (M-ASK's released code, default), "appendix" (the paper's appendix wording) or "compact"
+    (ours, for tiny offline models); ``answer_style`` replaces the answer-style examples (``[EXAMPLE_PROMPT]``) of
+    the sets that have them.
     """
     chosen = prompt_set(prompts)
+    if answer_style is not None and chosen.examples is None:
+        raise ValueError(
+            f"mask: answer_style fills the answer examples, which prompts {prompts!r} has none of; "
+            "drop answer_style or use prompts code or appendix"
+        )
     recorder = EpisodeRecorder("mask", question, chat, toolbox)
     episode = recorder.episode
     state = KnowledgeState(question)
-    example = answer_style if answer_style is not None else load_prompt(chosen.examples)
+    if answer_style is not None:
+        example = answer_style
+    else:
+        example = load_prompt(chosen.examples) if chosen.examples else ""
     agents = _Agents(recorder, state, chosen, example)
     latest = await agents.plan()
     episode.intermediate_answers.append(IntermediateAnswer(0, state.predicted_answer, latest.id, PLAN).data())

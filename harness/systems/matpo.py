@@ -17,6 +17,11 @@ removed until they do and the worker is asked for its summary at once (``WorkerO
 reaches ``max_turns`` gets the authors' main-agent summary prompt with its "failed" instruction and answers from what
 it has (the forced final answer, ``PlannerOutcome.forced``).
 
+Prompts: ``prompts="paper"`` (the default, for every evaluation) sends the authors' verbatim prompts; ``"compact"``
+sends short prompts of ours (NOT the paper's, ``matpo_compact_*.txt``) for tiny offline models that cannot copy a name
+past the verbatim system prompts (~2,800 / 4,300 tokens of the tiny tokenizer): the same ``<use_mcp_tool>`` block
+described in one line, and the question (planner) or the subtask (worker) last, right before the generation.
+
 Ablations (paper figure 6): ``summary=False`` returns the worker's raw last message to the planner (thinking and
 tool-use blocks included); ``recap=False`` gives the worker the subtask alone, without the user's query.
 """
@@ -25,8 +30,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from harness.prompts import fill, load_prompt
 from harness.systems.options import AtLeastOne
@@ -51,6 +56,34 @@ TOOLS = ("search", "browse")
 PLANNER_TOOL = "search_and_browse"
 WORKER_TOOLS = {"google_search": ("search", "q", "query"), "scrape": ("browse", "url", "url")}
 """Worker tool name → (our tool, the paper's argument name, our argument name)."""
+
+Prompts = Literal["paper", "compact"]
+"""The prompt set: ``paper``, MATPO's verbatim prompts (the default); ``compact``, ours, for tiny offline models."""
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """One version of the MATPO prompts: the file of each prompt (the tool-response wrapper is shared)."""
+
+    planner_system: str
+    planner_user: str
+    planner_summary: str
+    planner_failed: str
+    worker_system: str
+    worker_recap: str
+    worker_summary: str
+    worker_failed: str
+
+    @classmethod
+    def named(cls, prefix: str) -> PromptSet:
+        """The set whose files are ``<prefix>_<prompt>.txt``."""
+        return cls(*(f"{prefix}_{field.name}" for field in fields(cls)))
+
+
+PROMPT_SETS: dict[str, PromptSet] = {
+    "paper": PromptSet.named("matpo"),
+    "compact": PromptSet.named("matpo_compact"),
+}
 
 _TOOL_USE = re.compile(r"<use_mcp_tool>(.*?)</use_mcp_tool>", re.DOTALL)
 
@@ -112,6 +145,7 @@ class WorkerSettings:
     recap: bool = True
     context_tokens: int | None = None
     summary_reserve: int = 4096
+    prompts: PromptSet = PROMPT_SETS["paper"]
 
 
 def trim_for_summary(
@@ -129,10 +163,12 @@ def trim_for_summary(
     return kept
 
 
-def _worker_first_message(main_query: str, subtask: str, recap: bool) -> str:
-    if not recap:
+def _worker_first_message(main_query: str, subtask: str, settings: WorkerSettings) -> str:
+    if not settings.recap:
         return subtask
-    return fill(load_prompt("matpo_worker_recap"), {"main_query": main_query, "task_description": subtask})
+    return fill(
+        load_prompt(settings.prompts.worker_recap), {"main_query": main_query, "task_description": subtask}
+    )
 
 
 async def _worker(
@@ -147,16 +183,16 @@ async def _worker(
     """A nested worker rollout for ``subtask``; returns its final summary without thinking or tool-use blocks
     (``summary=False``: its raw last message)."""
     messages: list[Message] = [
-        {"role": "system", "content": load_prompt("matpo_worker_system")},
-        _user(_worker_first_message(main_query, subtask, settings.recap)),
+        {"role": "system", "content": load_prompt(settings.prompts.worker_system)},
+        _user(_worker_first_message(main_query, subtask, settings)),
     ]
     finished = trimmed = False
     last_reply = ""
 
     def summary_prompt(failed: bool) -> str:
-        instruction = load_prompt("matpo_worker_failed").strip() if failed else ""
+        instruction = load_prompt(settings.prompts.worker_failed).strip() if failed else ""
         return fill(
-            load_prompt("matpo_worker_summary"),
+            load_prompt(settings.prompts.worker_summary),
             {"main_query": main_query, "task_description": subtask, "failed_instruction": instruction},
         )
 
@@ -209,18 +245,23 @@ async def run(
     worker_context_tokens: AtLeastOne | None = None,
     summary_reserve: AtLeastOne = 4096,
     tokenizer: str | None = None,
+    prompts: Prompts = "paper",
 ) -> Episode:
-    """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing)."""
+    """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing);
+    ``prompts``: ``paper`` (the authors' verbatim prompts) or ``compact`` (ours, for tiny offline models)."""
     if worker_context_tokens is not None and worker_context_tokens <= summary_reserve:
         raise ValueError(
             f"worker_context_tokens={worker_context_tokens} must exceed summary_reserve={summary_reserve}"
         )
-    settings = WorkerSettings(worker_max_turns, summary, recap, worker_context_tokens, summary_reserve)
+    chosen = PROMPT_SETS[prompts]
+    settings = WorkerSettings(
+        worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen
+    )
     meter = token_meter(chat, tokenizer, role=WORKER)
     recorder = EpisodeRecorder("matpo", question, chat, toolbox)
-    main_query = fill(load_prompt("matpo_planner_user"), {"question": question})
+    main_query = fill(load_prompt(chosen.planner_user), {"question": question})
     messages: list[Message] = [
-        {"role": "system", "content": load_prompt("matpo_planner_system")},
+        {"role": "system", "content": load_prompt(chosen.planner_system)},
         _user(main_query),
     ]
     parent: int | None = None
@@ -243,8 +284,8 @@ async def run(
             response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
         messages = [*messages, _tool_response(response)]
     final_prompt = fill(
-        load_prompt("matpo_planner_summary"),
-        {"task_description": main_query, "failed_instruction": load_prompt("matpo_planner_failed").strip()},
+        load_prompt(chosen.planner_summary),
+        {"task_description": main_query, "failed_instruction": load_prompt(chosen.planner_failed).strip()},
     )
     call = await recorder.ask(
         PLANNER,

@@ -1,9 +1,11 @@
 """M-ASK: plan → search/retrieve/summary/update (Update vs Add) → answer; <end>, iteration bound, every-turn answers;
-the released code's prompts by default, the appendix's behind ``prompts="appendix"``."""
+the released code's prompts by default, the appendix's behind ``prompts="appendix"``, our compact ones behind
+``prompts="compact"``."""
 
 import pytest
 
-from harness.systems import mask
+from harness.prompts import PROMPT_DIR
+from harness.systems import mask, run_system
 from judges import lexical
 
 QUESTION = "Who is the current CEO of the company that developed ChatGPT?"
@@ -250,5 +252,79 @@ async def test_appendix_prompts_behind_the_switch(doubles):
         in update.messages[1]["content"]
     )
     assert "<predicted_answer>" in episode.calls[0].messages[0]["content"]
-    with pytest.raises(ValueError, match="unknown M-ASK prompts 'paper'; valid: code, appendix"):
+    with pytest.raises(ValueError, match="unknown M-ASK prompts 'paper'; valid: code, appendix, compact"):
         await mask.run(QUESTION, chat, toolbox, prompts="paper")
+
+
+PAPER_MESSAGES_SHA256 = {
+    "code": "20b0eccbd5dda4b22fda7e5b6ca9ca47da9a8b41dbb5e7a80aaf565dae093133",
+    "appendix": "4069cb96609bd90d67de857c8b5864a3d20721305c48aa5283c77d33086a83b0",
+}
+"""sha256 of the JSON of every call's messages of one episode (plan, search, summary, update, answer, search) per
+verbatim prompt set, as the code before the ``compact`` set built them."""
+
+
+@pytest.mark.parametrize("prompts", ["code", "appendix"])
+async def test_the_verbatim_prompt_sets_build_the_same_messages_as_before_the_compact_set(doubles, prompts):
+    import hashlib
+    import json
+
+    tag = mask.prompt_set(prompts).answer_tag
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
+    chat = doubles.Chat(
+        {
+            "plan": [PLAN.replace("final_answer", tag)],
+            "search": ["<search>CEO of OpenAI</search>", "<end>"],
+            "summary": ["<evidence>Sam Altman</evidence>"],
+            "update": ["<Update>t2</Update>"],
+            "answer": [f"<{tag}>Sam Altman</{tag}>"],
+        }
+    )
+    episode = await mask.run(QUESTION, chat, toolbox, answer_every_turn=True, prompts=prompts)
+    messages = [call.messages for call in episode.calls]
+    assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == PAPER_MESSAGES_SHA256[prompts]
+
+
+async def test_the_compact_prompts_are_ours_one_short_user_message_each_with_the_copied_text_last(doubles):
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
+    chat = doubles.Chat(
+        scripts(
+            ["<search>CEO of OpenAI</search>", "<end>"],
+            ["<evidence>Sam Altman</evidence>"],
+            ["<Update>t2</Update>"],
+            ["<final_answer>Sam Altman</final_answer>"],
+        )
+    )
+    episode = await mask.run(QUESTION, chat, toolbox, answer_every_turn=True, prompts="compact")
+    assert episode.final_answer == "Sam Altman" and episode.meta["prompts"] == "compact"
+    assert episode.meta["trajectory"][1] == ["CEO of OpenAI", "Sam Altman"]  # the update replaced step 2
+    plan, search, summary, update, answer, last_search = episode.calls
+    for call in episode.calls:
+        [message] = call.messages  # no system message
+        assert message["role"] == "user" and len(message["content"]) < 300, call.role
+    # what each role copies comes last: the question, the documents, the new step, the trajectory
+    assert plan.messages[0]["content"].endswith(f"\nQuestion: {QUESTION}")
+    assert search.messages[0]["content"].endswith(f"\nQuestion: {QUESTION}")
+    assert "Searches:\n(none)\n" in search.messages[0]["content"]
+    assert "Searches:\nCEO of OpenAI -> Sam Altman\n" in last_search.messages[0]["content"]
+    assert summary.messages[0]["content"].endswith("\nDocuments:\n[1] Sam Altman is CEO of OpenAI.")
+    assert update.messages[0]["content"].endswith("\nNew query: CEO of OpenAI\nEvidence: Sam Altman")
+    assert answer.messages[0]["content"].endswith(
+        "\nThinking trajectory:\nt1: Which company developed ChatGPT? -> unkown\nt2: CEO of OpenAI -> Sam Altman"
+    )
+    for role in mask.ROLES:
+        header = (PROMPT_DIR / f"mask_compact_{role}_user.txt").read_text().splitlines()[0]
+        assert "ours" in header and "NOT the paper's" in header, role
+
+
+async def test_a_bad_prompts_value_is_named_with_the_choices_and_answer_style_needs_examples(doubles):
+    with pytest.raises(
+        ValueError, match=r"prompts: 'paper' is not a valid choice; choose one of code, appendix, compact"
+    ):
+        await run_system("mask", QUESTION, None, None, prompts="paper")
+    with pytest.raises(
+        ValueError, match="answer_style fills the answer examples, which prompts 'compact' has none of"
+    ):
+        await mask.run(
+            QUESTION, doubles.Chat({}), None, prompts="compact", answer_style="Answer: <final_answer>x"
+        )

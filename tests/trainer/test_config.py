@@ -212,3 +212,10 @@ def test_a_bad_verifier_prompt_fails_at_load_in_one_line(tmp_path):
         "task.system_options: system 'vc' options: verifier_prompt: 'short' is not a valid choice; "
         "choose one of paper, compact"
     ) in refused(tmp_path, "task: {system: vc, system_options: {verifier_prompt: short}}\n")
+
+
+def test_a_bad_matpo_prompts_value_fails_at_load_in_one_line(tmp_path):
+    assert (
+        "task.system_options: system 'matpo' options: prompts: 'short' is not a valid choice; "
+        "choose one of paper, compact"
+    ) in refused(tmp_path, "task: {system: matpo, system_options: {prompts: short}}\n")

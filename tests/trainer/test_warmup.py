@@ -206,8 +206,13 @@ def test_bad_demonstration_skills_fail_at_load(warmup, message):
         from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": warmup})
 
 
-def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(tiny_model_dir, tmp_path):
-    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+@pytest.mark.parametrize(
+    "recipe", ["mask-tiny.yaml", "mask-learn.yaml"]
+)  # the code prompts, the compact ones
+def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(
+    recipe, tiny_model_dir, tmp_path
+):
+    trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"plan": 1.0, "answer": 0.0}
     item = trainer.task.items[0]
     episodes = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
@@ -217,13 +222,17 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
         [answer] = episode.calls_by_role("answer")
         trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
         assert named_capital(trajectory) and episode.final_answer not in trajectory
+        assert [c.meta["operation"] for c in episode.calls_by_role("update")] == [
+            "update"
+        ]  # parsed: t1 answered
 
 
+@pytest.mark.parametrize("recipe", ["mask-tiny.yaml", "mask-learn.yaml"])
 @pytest.mark.parametrize(("search", "searched"), [(0.0, False), (1.0, True)])
 def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
-    search, searched, tiny_model_dir, tmp_path
+    search, searched, recipe, tiny_model_dir, tmp_path
 ):
-    trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
+    trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"search": search}
     episodes = asyncio.run(demo_episodes(trainer, trainer.task.items[0], random.Random(0)))
     for episode in episodes:
@@ -270,3 +279,22 @@ def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp
             for distil in episode.calls_by_role("system1"):
                 [message] = distil.messages
                 assert message["content"].endswith(f"\nQuestion: {item['question']}")
+
+
+def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_parse(tiny_model_dir, tmp_path):
+    from harness.systems.matpo import parse_tool_use
+    from trainer.methods.matpo import planner_call_is_well_formed, worker_call_is_well_formed
+
+    trainer = _trainer("matpo-learn.yaml", tiny_model_dir, tmp_path)
+    assert trainer.config.task.system_options["prompts"] == "compact"
+    item = trainer.task.items[0]
+    country = item["question"].removeprefix("What is the capital of ").removesuffix("?")
+    for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+        delegate, *_ = episode.calls_by_role("planner")
+        search, *_ = episode.calls_by_role("worker")
+        # the system's compact messages: the question last for the planner, the subtask last for the worker
+        assert delegate.messages[-1]["content"] == item["question"]
+        assert search.messages[-1]["content"].endswith(f"\nSubtask: {country}")
+        assert planner_call_is_well_formed(parse_tool_use(delegate.reply.text))
+        query = parse_tool_use(search.reply.text)
+        assert worker_call_is_well_formed(query) and country in query.arguments["q"]

@@ -39,9 +39,10 @@ UNKNOWN = "unknown"
 
 
 def answer_tag(messages: list[Message]) -> str:
-    """The answer tag of the prompt version the system runs (``prompts``: ``code`` or ``appendix``)."""
-    system = last_content(messages, "system")
-    return next(p.answer_tag for p in PROMPT_SETS.values() if f"<{p.answer_tag}>" in system)
+    """The answer tag of the prompt version the system runs, read from its instructions (the system message, or
+    the user message of a set without one)."""
+    instructions = last_content(messages, "system") or last_content(messages, "user")
+    return next(p.answer_tag for p in PROMPT_SETS.values() if f"<{p.answer_tag}>" in instructions)
 
 
 def searched_before(user: str) -> bool:

@@ -1,6 +1,7 @@
 """MATPO's demonstration policy (planner and worker) for look-up questions over a corpus
 (``trainer.tasks.lookup``), in the paper's MCP tool-call format (``harness.systems.matpo``); replies are kept
-short so that a tiny model reproduces them intact.
+short so that a tiny model reproduces them intact. The replies read the question from the item, not from the
+prompt text, so they play both prompt sets (``harness.systems.matpo`` option ``prompts``: paper or compact).
 
 * Planner, first turn: delegates the country as its subtask through ``search_and_browse``; later turns:
   ``\\boxed{}`` with the capital the worker's summary names (with probability ``skills["planner"]``, else another

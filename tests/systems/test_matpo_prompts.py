@@ -1,0 +1,76 @@
+"""MATPO's prompt sets: ``paper`` (the default) keeps the authors' verbatim messages byte for byte; ``compact`` (ours,
+for tiny offline models) is short, asks for the same ``<use_mcp_tool>`` blocks and puts what a role copies last."""
+
+import hashlib
+import json
+
+import pytest
+
+from harness.prompts import PROMPT_DIR
+from harness.systems import matpo, run_system
+
+QUESTION = "What is the capital of Arvena?"
+RESULTS = "[1] Arvena: The capital of Arvena is Lomir.\n[2] Belcor: The capital of Belcor is Tarsin."
+PAPER_MESSAGES_SHA256 = "a8b08d0db2f1aabf363a68881345f456daaf1ee7455989519793b7df98a29310"
+"""sha256 of every call's messages of the two scripted episodes below, recorded on the code before the ``prompts``
+option existed."""
+
+
+def use(server: str, tool: str, arguments: dict) -> str:
+    return (
+        f"<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n"
+        f"<arguments>{json.dumps(arguments)}</arguments>\n</use_mcp_tool>"
+    )
+
+
+DELEGATE = use("agent", "search_and_browse", {"subtask": "Arvena"})
+SEARCH = use("search", "google_search", {"q": "capital of Arvena"})
+
+
+async def _episodes(doubles, **options):
+    """A worker that finishes (then the planner answers) and one that reaches its turn limit (then the planner
+    reaches its own and is asked for a forced answer)."""
+    toolbox, _ = doubles.toolbox({"search": lambda query: RESULTS, "browse": lambda url: "page"})
+    finished = doubles.Chat({"planner": [DELEGATE, "\\boxed{Lomir}"], "worker": [SEARCH, "Lomir", "Lomir"]})
+    failed = doubles.Chat({"planner": [DELEGATE, "\\boxed{Lomir}"], "worker": [SEARCH, SEARCH, "none"]})
+    return [
+        await matpo.run(QUESTION, finished, toolbox, worker_max_turns=2, **options),
+        await matpo.run(QUESTION, failed, toolbox, max_turns=1, worker_max_turns=2, **options),
+    ]
+
+
+def _sha256(episodes) -> str:
+    messages = [call.messages for episode in episodes for call in episode.calls]
+    return hashlib.sha256(json.dumps(messages).encode()).hexdigest()
+
+
+async def test_the_paper_prompts_are_the_default_and_unchanged(doubles):
+    assert _sha256(await _episodes(doubles)) == PAPER_MESSAGES_SHA256
+
+
+async def test_the_compact_prompts_are_ours_short_and_end_with_what_the_role_copies(doubles):
+    finished, failed = await _episodes(doubles, prompts="compact")
+    planner, worker, _, summary, answer = finished.calls
+    assert planner.messages[-1] == {"role": "user", "content": QUESTION}
+    assert worker.messages[-1]["content"].endswith("\nSubtask: Arvena")
+    assert summary.messages[-1]["content"].endswith("\nSubtask: Arvena")
+    assert "ran out of turns" not in summary.messages[-1]["content"]
+    assert "ran out of turns" in failed.calls[3].messages[-1]["content"]  # the worker hit its turn limit
+    forced = failed.calls[-1].messages[-1]["content"]
+    assert "ran out of turns" in forced and forced.endswith(f"Task: {QUESTION}")
+    assert answer.messages[-1]["content"] == "Lomir" and finished.final_answer == "Lomir"
+    for call in (planner, worker):  # one short system prompt naming the tool the parser reads
+        assert call.messages[0]["role"] == "system" and len(call.messages[0]["content"]) < 100
+        assert "<use_mcp_tool>" in call.messages[0]["content"]
+    assert "search_and_browse" in planner.messages[0]["content"]
+    assert "google_search" in worker.messages[0]["content"]
+    for path in PROMPT_DIR.glob("matpo_compact_*.txt"):
+        header = path.read_text().splitlines()[0]
+        assert "ours" in header and "NOT the paper's" in header and "prompts: compact" in header, path
+
+
+async def test_a_bad_prompts_value_is_named_with_the_choices():
+    with pytest.raises(
+        ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
+    ):
+        await run_system("matpo", QUESTION, None, None, prompts="short")

@@ -11,12 +11,18 @@ Budgets (appendix C, table 7): ``sys1_budget`` is System 1's prompt length (23,5
 left after System 1's own prompt framing, measured with System 1's tokenizer when the model behind it exposes one
 (``harness.systems.tokens``). ``s1_max_tokens`` / ``s2_max_tokens`` cap each system's response (8,192 / 28,672 in
 the ``mars`` protocol). ``-T tools=`` picks System 2's tools (table 4); ``browse`` is never offered to System 2.
+
+Prompts: the paper's verbatim ones by default (``prompts="paper"``: appendix E.1, System 2 ~1,240 tokens with the
+tool description); ``"compact"`` is a short set of ours (NOT the paper's) for tiny offline models: System 2 gets
+the tool-call syntax and a one-line tool list, the question last as today; System 1 gets no system prompt, the
+purpose and the packed pages, then the question last.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from harness.binpack import first_fit_decreasing
 from harness.prompts import fill, load_prompt
@@ -49,16 +55,54 @@ HELPER_TOOLS = (READER,)
 
 PAGE_SEPARATOR = "\n\n"
 
+Prompts = Literal["paper", "compact"]
+"""The two systems' prompts: ``paper``, MARS's verbatim ones (the default, for every evaluation); ``compact``,
+ours (NOT the paper's), short, for tiny offline models that cannot copy a name out of a ~1.2k-token prompt."""
 
-def _sys1_messages(question: str, purpose: str, pages: list[str]) -> list[dict[str, str]]:
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The prompt files of one ``Prompts`` choice."""
+
+    system2: str
+    """System 2's system prompt, with a ``{tool description}`` placeholder."""
+    system1: str | None
+    """System 1's system prompt (``None``: no system message)."""
+    system1_user: str
+    """System 1's user message, with ``{tool outputs}`` (the purpose, then the pages) and ``{question}``."""
+    one_line_tools: bool
+    """``{tool description}`` is the tools' names on one line, not ``mars_tool_description``'s list."""
+
+
+PROMPT_SETS = {
+    "paper": PromptSet("mars_system2", "mars_system1", "mars_system1_user", one_line_tools=False),
+    "compact": PromptSet("mars_compact_system2", None, "mars_compact_system1_user", one_line_tools=True),
+}
+
+
+def system2_prompt(offered: list[str], prompts: Prompts = "paper") -> str:
+    """System 2's system prompt offering the tools ``offered``."""
+    files = PROMPT_SETS[prompts]
+    tools = ", ".join(offered) if files.one_line_tools else tool_description(offered)
+    return fill(load_prompt(files.system2), {"tool description": tools})
+
+
+def system1_messages(
+    question: str, purpose: str, pages: list[str], prompts: Prompts = "paper"
+) -> list[dict[str, str]]:
+    """One System-1 call's messages: the call's purpose and its bin of pages, for the question."""
+    files = PROMPT_SETS[prompts]
     block = f"Purpose of the tool call: {purpose or '(not stated)'}\n\n" + PAGE_SEPARATOR.join(pages)
-    user = fill(load_prompt("mars_system1_user"), {"tool outputs": block, "question": question})
-    return [{"role": "system", "content": load_prompt("mars_system1")}, {"role": "user", "content": user}]
+    user = fill(load_prompt(files.system1_user), {"tool outputs": block, "question": question})
+    head = [] if files.system1 is None else [{"role": "system", "content": load_prompt(files.system1)}]
+    return [*head, {"role": "user", "content": user}]
 
 
-def page_capacity(question: str, purpose: str, budget: int, meter: TokenMeter) -> int:
+def page_capacity(
+    question: str, purpose: str, budget: int, meter: TokenMeter, prompts: Prompts = "paper"
+) -> int:
     """Tokens of pages one System-1 call can take: ``budget`` minus System 1's prompt framing."""
-    framing = _sys1_messages(question, purpose, [])
+    framing = system1_messages(question, purpose, [], prompts)
     capacity = budget - sum(meter.count(message["content"]) for message in framing)
     if capacity <= 0:
         raise ValueError(
@@ -89,8 +133,10 @@ class _Distiller:
         *,
         pages: bool,
         sampling: dict[str, Any],
+        prompts: Prompts,
     ):
         self.recorder = recorder
+        self.prompts = prompts
         self.meter = meter
         self.budget = budget
         self.pages = pages and READER in recorder.toolbox
@@ -126,11 +172,12 @@ class _Distiller:
         errors = [f"Tool error ({r.name}): {r.error}" for r in request.results if r.error is not None]
         if not pages:
             return "\n\n".join(errors) or "(the tool returned nothing)"
-        capacity = page_capacity(self.recorder.episode.question, request.purpose, self.budget, self.meter)
+        question = self.recorder.episode.question
+        capacity = page_capacity(question, request.purpose, self.budget, self.meter, self.prompts)
         bins = pack_pages(pages, capacity, self.meter)
 
         async def one_bin(indices: list[int], texts: list[str], truncated: bool) -> str:
-            messages = _sys1_messages(self.recorder.episode.question, request.purpose, texts)
+            messages = system1_messages(question, request.purpose, texts, self.prompts)
             full_pages = sum(documents[i].page for i in indices)
             meta = DistillOutcome(index, indices, truncated, full_pages).data()
             sys1_call = await self.recorder.ask(
@@ -154,12 +201,16 @@ async def run(
     s2_max_tokens: AtLeastOne | None = None,
     pages: bool = True,
     tokenizer: str | None = None,
+    prompts: Prompts = "paper",
 ) -> Episode:
     """One MARS rollout; ``episode.final_answer`` is System 2's ``<answer>`` (``None`` if it never answered)."""
     recorder = EpisodeRecorder("mars", question, chat, toolbox)
     meter = token_meter(chat, tokenizer, role=SYSTEM1)
-    page_capacity(question, "", sys1_budget, meter)  # a budget System 1's own prompt fills fails up front
-    distiller = _Distiller(recorder, meter, sys1_budget, pages=pages, sampling=_max_tokens(s1_max_tokens))
+    # a budget that System 1's own prompt fills fails up front
+    page_capacity(question, "", sys1_budget, meter, prompts)
+    distiller = _Distiller(
+        recorder, meter, sys1_budget, pages=pages, sampling=_max_tokens(s1_max_tokens), prompts=prompts
+    )
     reading = "pages" if distiller.pages else "snippets"
     MarsSetup(sys1, meter.description, sys1_budget, reading).record(recorder.episode.meta)
 
@@ -175,11 +226,10 @@ async def run(
         return "\n\n".join(sections)
 
     offered = [name for name in toolbox.names() if name not in HELPER_TOOLS]
-    system_prompt = fill(load_prompt("mars_system2"), {"tool description": tool_description(offered)})
     await tool_loop(
         recorder,
         role=SYSTEM2,
-        system_prompt=system_prompt,
+        system_prompt=system2_prompt(offered, prompts),
         max_turns=max_turns,
         observe=observe,
         sampling=_max_tokens(s2_max_tokens),

@@ -207,3 +207,79 @@ async def test_a_budget_without_room_for_pages_is_a_clear_error_before_any_call(
 def test_an_over_long_page_is_truncated_even_beside_an_empty_one():
     packed = mars.pack_pages(["", "x" * 1000, "y" * 40], 100, CharEstimate())
     assert packed == [([1], ["x" * 400], True), ([2, 0], ["y" * 40, ""], False)]
+
+
+async def paper_messages(doubles, **options):
+    """Every call's messages of one MARS episode: a search whose two pages go to System 1, then an answer."""
+    toolbox, _ = doubles.toolbox(
+        {"search": lambda query: ToolText(page(1, 10) + "\n" + page(2, 10), [page(1, 10), page(2, 10)])}
+    )
+    chat = doubles.Chat(
+        {
+            "system2": [tool_call("search", {"query": "capital of France"}), "<answer>Paris</answer>"],
+            "system1": distil,
+        }
+    )
+    episode = await mars.run(QUESTION, chat, toolbox, **options)
+    return [call.messages for call in episode.calls]
+
+
+PAPER_MESSAGES_SHA256 = "5c5c245fb6f3203aebce5c6568d0056c4f5331e882b5a1ee4a0d3365d164d3d0"
+"""sha256 of the JSON of every call's messages of ``paper_messages``, as the code before the ``prompts`` option
+built them (the paper's verbatim System 2 and System 1 prompts)."""
+
+
+async def test_the_default_prompts_are_the_papers_byte_for_byte(doubles):
+    import hashlib
+
+    messages = await paper_messages(doubles)
+    assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == PAPER_MESSAGES_SHA256
+    assert messages == await paper_messages(doubles, prompts="paper")
+
+
+async def test_the_compact_prompts_are_ours_short_and_put_the_question_last(doubles):
+    from harness.prompts import PROMPT_DIR
+
+    system2, system1, answer = await paper_messages(doubles, prompts="compact")
+    assert system2[0]["role"] == "system" and len(system2[0]["content"]) < 200
+    assert "Tools: search." in system2[0]["content"]  # the one tool offered, on one line
+    assert '<tool_call>{"name": "search", "arguments": {"query": ' in system2[0]["content"]
+    assert "<answer>" in system2[0]["content"]
+    assert system2[-1] == {"role": "user", "content": QUESTION}
+    [message] = system1  # no system prompt: the purpose, the pages, then the question last
+    assert message["role"] == "user" and message["content"].endswith(f"\nQuestion: {QUESTION}")
+    assert f"Purpose of the tool call: {PURPOSE}" in message["content"]
+    assert page(1, 10) in message["content"] and page(2, 10) in message["content"]
+    assert "distilled pages 1,2" in answer[-1]["content"]
+    for name in ("mars_compact_system2", "mars_compact_system1_user"):
+        header = (PROMPT_DIR / f"{name}.txt").read_text().splitlines()[0]
+        assert "ours" in header and "NOT the paper's" in header
+
+
+def test_the_compact_prompt_leaves_system1_more_room_for_pages():
+    paper = mars.page_capacity(QUESTION, PURPOSE, 10_000, CharEstimate())
+    compact = mars.page_capacity(QUESTION, PURPOSE, 10_000, CharEstimate(), "compact")
+    framing = mars.system1_messages(QUESTION, PURPOSE, [], "compact")
+    assert compact == 10_000 - sum(CharEstimate().count(m["content"]) for m in framing)
+    assert compact > paper + 200  # the paper's ~1k-character System 1 system prompt is gone
+
+
+async def test_compact_packing_fills_bins_to_the_compact_capacity(doubles):
+    framing = 10_000 - mars.page_capacity(QUESTION, PURPOSE, 10_000, CharEstimate(), "compact")
+    pages = [page(1, 60), page(2, 50), page(3, 40)]
+    toolbox, _ = doubles.toolbox({"search": lambda query: ToolText("\n\n".join(pages), pages)})
+    chat = doubles.Chat(
+        {"system2": [tool_call("search", {"query": "x"}), "<answer>A</answer>"], "system1": distil}
+    )
+    episode = await mars.run(QUESTION, chat, toolbox, sys1_budget=100 + framing, prompts="compact")
+    bins = sorted(c.meta["pages"] for c in episode.calls_by_role("system1"))
+    assert bins == [[0, 2], [1]]  # 60+40 fills a 100-token bin exactly; the paper framing would not fit it
+
+
+async def test_a_bad_prompts_value_is_named_with_the_choices():
+    from harness.systems import run_system
+
+    with pytest.raises(
+        ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
+    ):
+        await run_system("mars", QUESTION, None, None, prompts="short")

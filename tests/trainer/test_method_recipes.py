@@ -58,11 +58,12 @@ def test_mask_learning_recipe_trains_mask_tinys_system_on_every_question_each_st
 
 def test_mars_learning_recipe_trains_mars_tinys_system_on_every_question_each_step():
     tiny, learn = load_config(RECIPES / "mars-tiny.yaml"), load_config(RECIPES / "mars-learn.yaml")
-    assert learn.task == tiny.task and learn.model == tiny.model
+    compact = {**tiny.task.system_options, "prompts": "compact"}  # our short prompts, not the paper's
+    assert learn.task == dataclasses.replace(tiny.task, system_options=compact) and learn.model == tiny.model
     assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]
     # its header's levers, and nothing else, set it apart from mars-tiny's method, optimiser and cold start
     assert learn.algorithm == dataclasses.replace(tiny.algorithm, kl_coef=0.1)
     assert learn.optim == tiny.optim
-    assert learn.rollout.temperature == 0.5
-    odds = {"system1": 0.5, "system2": 0.9}
+    assert (learn.rollout.temperature, learn.rollout.group_size) == (0.8, 8)
+    odds = {"system1": 0.6, "system2": 1.0}
     assert learn.warmup == dataclasses.replace(tiny.warmup, demo_skills=odds)

@@ -264,6 +264,23 @@ def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_an
         assert call.meta["verdict"] is (extract_answer(judged) == item["answer"])
 
 
+def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp_path):
+    trainer = _trainer("mars-learn.yaml", tiny_model_dir, tmp_path)
+    assert trainer.config.task.system_options["prompts"] == "compact"
+    trainer.config.warmup.demo_skills = {"system1": 1.0, "system2": 1.0}
+    for item in trainer.task.items:
+        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+            assert episode.final_answer == item["answer"]  # the tool call parsed, System 1 read its pages
+            system2, *_ = episode.calls_by_role("system2")
+            assert (
+                len(system2.messages[0]["content"]) < 200
+                and system2.messages[-1]["content"] == item["question"]
+            )
+            for distil in episode.calls_by_role("system1"):
+                [message] = distil.messages
+                assert message["content"].endswith(f"\nQuestion: {item['question']}")
+
+
 def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_parse(tiny_model_dir, tmp_path):
     from harness.systems.matpo import parse_tool_use
     from trainer.methods.matpo import planner_call_is_well_formed, worker_call_is_well_formed

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,11 +37,13 @@ class StepRecord:
     method: dict[str, float]
 
 
-def learning_run(recipe: str, out: Path, steps: int) -> list[StepRecord]:
+def learning_run(recipe: str, out: Path, steps: int, seed: int | None = None) -> list[StepRecord]:
     """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``) and the
-    method's metrics (``<method>/...``)."""
+    method's metrics (``<method>/...``). ``seed`` replaces the recipe's."""
     config = load_config(recipe)
     config.steps = steps
+    if seed is not None:
+        config.seed = seed
     trainer = Trainer(config, out)
     warm_up(trainer)
     prefix = f"{config.algorithm.method}/"
@@ -86,23 +89,53 @@ def method_start_and_end(history: list[StepRecord], window: int) -> dict[str, tu
     return {name: first_and_last([step.method.get(name) for step in history], window) for name in names}
 
 
+def seeds_summary(changes: dict[str, list[float]]) -> list[str]:
+    """Per role, over the seeds: on how many its reward rose, and the change's min / median / max."""
+    lines = []
+    for role, deltas in changes.items():
+        rose = sum(delta > 0 for delta in deltas)
+        lines.append(
+            f"  {role:10s} rose on {rose} of {len(deltas)} seeds; change min {min(deltas):+.3f} "
+            f"median {statistics.median(deltas):+.3f} max {max(deltas):+.3f}"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recipe")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--window", type=int, default=5, help="steps averaged at the start and at the end")
     parser.add_argument("--out", type=Path, help="run directory (default: runs/learning-<recipe name>)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        help="run once per seed (replacing the recipe's), each into <out>/seed-<N>, then summarise over them",
+    )
     args = parser.parse_args()
     out = args.out or Path("runs") / f"learning-{Path(args.recipe).stem}"
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    history = learning_run(args.recipe, out, args.steps)
-    minutes = (time.perf_counter() - started) / 60
-    print(f"{args.recipe}: mean reward per role, first vs last {args.window} steps ({minutes:.1f} min)")
-    for role, (start, end) in start_and_end(history, args.window).items():
-        print(f"  {role:10s} {start:+.3f} -> {end:+.3f}")
-    for name, (start, end) in method_start_and_end(history, args.window).items():
-        print(f"  {name:28s} {start:.3f} -> {end:.3f}")
+    changes: dict[str, list[float]] = {}
+    for seed in args.seeds or [None]:
+        run_dir = out if seed is None else out / f"seed-{seed}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        history = learning_run(args.recipe, run_dir, args.steps, seed)
+        minutes = (time.perf_counter() - started) / 60
+        which = "" if seed is None else f", seed {seed}"
+        print(
+            f"{args.recipe}{which}: mean reward per role, first vs last {args.window} steps ({minutes:.1f} min)"
+        )
+        for role, (start, end) in start_and_end(history, args.window).items():
+            print(f"  {role:10s} {start:+.3f} -> {end:+.3f}")
+            changes.setdefault(role, []).append(end - start)
+        for name, (start, end) in method_start_and_end(history, args.window).items():
+            print(f"  {name:28s} {start:.3f} -> {end:.3f}")
+    if args.seeds and len(args.seeds) > 1:
+        print(
+            f"{args.recipe}: over seeds {' '.join(map(str, args.seeds))}, the change first -> last {args.window} steps"
+        )
+        print("\n".join(seeds_summary(changes)))
 
 
 if __name__ == "__main__":

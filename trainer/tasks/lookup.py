@@ -3,8 +3,8 @@
 Each question asks for the capital of an invented country ("What is the capital of Arvena?" -> "Lomir"); a small
 corpus holds one passage per country. The task builds a real BM25 index of that corpus (``harness.retrieval``)
 into a temporary directory and serves it through ``harness.tools`` as ``search`` (the local backend) and
-``retrieve`` -- the same tool code as evaluation, with no network. Tools the systems may also name (``scholar``,
-``browse``, ``python``) are not offered: calling them returns a tool error to the agent.
+``retrieve`` (or one of them, ``tools``) -- the same tool code as evaluation, with no network. Tools the systems
+may also name (``scholar``, ``browse``, ``python``) are not offered: calling them returns a tool error to the agent.
 
 The outcome reward is the exact match (``judges.lexical``) of the episode's final answer, the 1/0 ``acc`` the
 methods combine as their papers say; ``answer`` is the gold the MarsRL and M-ASK rewards read directly.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ CAPITALS = {
 }
 """Invented country -> capital: answers no pretrained model knows, so only the corpus can supply them."""
 
-TOOLS = ["search", "retrieve"]
+TOOLS = ("search", "retrieve")
+"""The tools the corpus can serve; a recipe offers a subset (``tools``) so that a system's prompt lists exactly the
+tools its evaluation offers (MARS's ``-T tools=`` takes ``search``, not ``retrieve``)."""
 
 
 @dataclass
@@ -72,12 +75,15 @@ def write_corpus(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def lookup_task(n_prompts: int = len(CAPITALS), k: int = 2) -> LookupTask:
-    """The first ``n_prompts`` countries' questions; searches return the top ``k`` passages."""
+def lookup_task(n_prompts: int = len(CAPITALS), k: int = 2, tools: Sequence[str] = TOOLS) -> LookupTask:
+    """The first ``n_prompts`` countries' questions; searches return the top ``k`` passages; the toolbox serves
+    ``tools`` (a non-empty subset of ``TOOLS``)."""
     if not 1 <= n_prompts <= len(CAPITALS) or k < 1:
         raise ValueError(
             f"lookup_task: need 1 <= n_prompts <= {len(CAPITALS)} and k >= 1; got {n_prompts}, {k}"
         )
+    if not tools or not set(tools) <= set(TOOLS):
+        raise ValueError(f"lookup_task: tools {list(tools)} must be a non-empty subset of {', '.join(TOOLS)}")
     directory = tempfile.TemporaryDirectory(prefix="mara-lookup-")
     corpus, index = Path(directory.name) / "corpus.jsonl", Path(directory.name) / "index"
     write_corpus(corpus)
@@ -86,6 +92,6 @@ def lookup_task(n_prompts: int = len(CAPITALS), k: int = 2) -> LookupTask:
         {"id": f"capital-{index}", "question": f"What is the capital of {country}?", "answer": capital}
         for index, (country, capital) in enumerate(list(CAPITALS.items())[:n_prompts])
     ]
-    task = LookupTask(items, build_toolbox(TOOLS, index=str(index), k=k), directory)
+    task = LookupTask(items, build_toolbox(list(tools), index=str(index), k=k), directory)
     assert task.index == index
     return task

@@ -8,6 +8,7 @@ import pytest
 
 from harness.prompts import PROMPT_DIR
 from harness.systems import matpo, run_system
+from trainer.demos.matpo import TOOL_USE
 
 QUESTION = "What is the capital of Arvena?"
 RESULTS = "[1] Arvena: The capital of Arvena is Lomir.\n[2] Belcor: The capital of Belcor is Tarsin."
@@ -17,10 +18,8 @@ option existed."""
 
 
 def use(server: str, tool: str, arguments: dict) -> str:
-    return (
-        f"<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n"
-        f"<arguments>{json.dumps(arguments)}</arguments>\n</use_mcp_tool>"
-    )
+    """A tool-call block as the MATPO demonstrations write it."""
+    return TOOL_USE.format(server=server, tool=tool, arguments=json.dumps(arguments))
 
 
 DELEGATE = use("agent", "search_and_browse", {"subtask": "Arvena"})

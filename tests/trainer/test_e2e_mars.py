@@ -20,6 +20,7 @@ def test_both_mars_systems_train_after_the_cold_start_and_the_export_is_scored(t
         "qa.py@bamboogle",
         trainer.task.benchmark_rows()[:2],
         system="mars",
+        tools="search",  # the recipe's task serves search alone: the same System-2 prompt
         index=str(trainer.task.index),
         k=2,
         max_turns=3,

@@ -26,8 +26,9 @@ def test_tools_outside_the_corpus_tools_are_refused(tools):
         lookup_task(n_prompts=1, tools=tools)
 
 
-def test_the_mars_learning_recipe_offers_system2_only_tools_its_evaluation_can_offer():
-    config = load_config(RECIPES / "mars-learn.yaml")
+@pytest.mark.parametrize("recipe", ["mars-tiny.yaml", "mars-learn.yaml"])
+def test_the_mars_recipes_offer_system2_only_tools_its_evaluation_can_offer(recipe):
+    config = load_config(RECIPES / recipe)
     offered = training_task(config.task).toolbox.names()
     assert offered and set(offered) <= set(mars.TOOLS), offered
     evaluated = [tool for tool in mars.TOOLS if tool in offered]  # -T tools=<the same subset>

@@ -1,10 +1,11 @@
 """MARS: tool call → FFD packing → parallel System 1 → answer; python bypass; turn limit; sys1=false; tool errors."""
 
+import hashlib
 import json
 
 import pytest
 
-from harness.systems import mars
+from harness.systems import mars, run_system
 from harness.systems.tokens import CharEstimate, token_meter
 from harness.tools.output import ToolText
 
@@ -230,16 +231,12 @@ built them (the paper's verbatim System 2 and System 1 prompts)."""
 
 
 async def test_the_default_prompts_are_the_papers_byte_for_byte(doubles):
-    import hashlib
-
     messages = await paper_messages(doubles)
     assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == PAPER_MESSAGES_SHA256
     assert messages == await paper_messages(doubles, prompts="paper")
 
 
 async def test_the_compact_prompts_are_ours_short_and_put_the_question_last(doubles):
-    from harness.prompts import PROMPT_DIR
-
     system2, system1, answer = await paper_messages(doubles, prompts="compact")
     assert system2[0]["role"] == "system" and len(system2[0]["content"]) < 200
     assert "Tools: search." in system2[0]["content"]  # the one tool offered, on one line
@@ -251,9 +248,6 @@ async def test_the_compact_prompts_are_ours_short_and_put_the_question_last(doub
     assert f"Purpose of the tool call: {PURPOSE}" in message["content"]
     assert page(1, 10) in message["content"] and page(2, 10) in message["content"]
     assert "distilled pages 1,2" in answer[-1]["content"]
-    for name in ("mars_compact_system2", "mars_compact_system1_user"):
-        header = (PROMPT_DIR / f"{name}.txt").read_text().splitlines()[0]
-        assert "ours" in header and "NOT the paper's" in header
 
 
 def test_the_compact_prompt_leaves_system1_more_room_for_pages():
@@ -277,8 +271,6 @@ async def test_compact_packing_fills_bins_to_the_compact_capacity(doubles):
 
 
 async def test_a_bad_prompts_value_is_named_with_the_choices():
-    from harness.systems import run_system
-
     with pytest.raises(
         ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
     ):

@@ -4,7 +4,6 @@ the released code's prompts by default, the appendix's behind ``prompts="appendi
 
 import pytest
 
-from harness.prompts import PROMPT_DIR
 from harness.systems import mask, run_system
 from judges import lexical
 
@@ -312,9 +311,6 @@ async def test_the_compact_prompts_are_ours_one_short_user_message_each_with_the
     assert answer.messages[0]["content"].endswith(
         "\nThinking trajectory:\nt1: Which company developed ChatGPT? -> unkown\nt2: CEO of OpenAI -> Sam Altman"
     )
-    for role in mask.ROLES:
-        header = (PROMPT_DIR / f"mask_compact_{role}_user.txt").read_text().splitlines()[0]
-        assert "ours" in header and "NOT the paper's" in header, role
 
 
 async def test_a_bad_prompts_value_is_named_with_the_choices_and_answer_style_needs_examples(doubles):

@@ -33,6 +33,15 @@ def test_every_prompt_names_its_source_and_loads():
         assert load_prompt(path.stem).strip()
 
 
+def test_every_compact_prompt_says_it_is_ours_not_the_papers_and_which_option_picks_it():
+    files = sorted(PROMPT_DIR.glob("*_compact*.txt"))
+    systems = {path.name.split("_", 1)[0] for path in files}
+    assert systems == {"mars", "mask", "matpo", "vc"}, systems
+    for path in files:
+        header = path.read_text(encoding="utf-8").splitlines()[0]
+        assert "ours" in header and "NOT the paper's" in header and "compact" in header, path.name
+
+
 def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp_path):
     (tmp_path / "good.txt").write_text("# Source: ours\nline one\nline two\n", encoding="utf-8")
     (tmp_path / "bare.txt").write_text("no header here\n", encoding="utf-8")

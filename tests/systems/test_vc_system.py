@@ -206,8 +206,6 @@ async def test_the_default_verifier_prompt_is_the_papers_byte_for_byte(doubles):
 
 
 async def test_the_compact_verifier_prompt_is_ours_short_and_puts_the_judged_solution_last(doubles):
-    from harness.prompts import PROMPT_DIR
-
     chat = doubles.Chat({"solver": ["<think>x</think>So \\boxed{5}"], "verifier": [WRONG]})
     episode = await vc.run(
         "What is 3 + 4?", chat, None, accept_after=1, max_iterations=0, verifier_prompt="compact"
@@ -217,8 +215,6 @@ async def test_the_compact_verifier_prompt_is_ours_short_and_puts_the_judged_sol
     assert "What is 3 + 4?" in message["content"] and len(message["content"]) < 300
     assert "Correctness: Correct" in message["content"] and "Correctness: Wrong" in message["content"]
     assert episode.calls[1].meta["verdict"] is False
-    header = (PROMPT_DIR / "vc_verifier_compact.txt").read_text().splitlines()[0]
-    assert "ours" in header and "NOT the paper's" in header
 
 
 async def test_a_bad_verifier_prompt_is_named_with_the_choices():

@@ -206,9 +206,11 @@ def test_bad_demonstration_skills_fail_at_load(warmup, message):
         from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": warmup})
 
 
-@pytest.mark.parametrize(
-    "recipe", ["mask-tiny.yaml", "mask-learn.yaml"]
-)  # the code prompts, the compact ones
+MASK_RECIPES = ["mask-tiny.yaml", "mask-learn.yaml"]
+"""M-ASK's code prompts, and our compact ones."""
+
+
+@pytest.mark.parametrize("recipe", MASK_RECIPES)
 def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_says(
     recipe, tiny_model_dir, tmp_path
 ):
@@ -222,12 +224,11 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
         [answer] = episode.calls_by_role("answer")
         trajectory = answer.messages[-1]["content"].split("Thinking trajectory:", 1)[-1]
         assert named_capital(trajectory) and episode.final_answer not in trajectory
-        assert [c.meta["operation"] for c in episode.calls_by_role("update")] == [
-            "update"
-        ]  # parsed: t1 answered
+        updates = [call.meta["operation"] for call in episode.calls_by_role("update")]
+        assert updates == ["update"]  # the reply parsed: t1 answered
 
 
-@pytest.mark.parametrize("recipe", ["mask-tiny.yaml", "mask-learn.yaml"])
+@pytest.mark.parametrize("recipe", MASK_RECIPES)
 @pytest.mark.parametrize(("search", "searched"), [(0.0, False), (1.0, True)])
 def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
     search, searched, recipe, tiny_model_dir, tmp_path

@@ -12,6 +12,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "harness.tinymodel",
         "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",
     ),
+    "tasks": (
+        "harness.task_listing",
+        "list the tasks, or one task's parameters, systems, protocols and judges",
+    ),
     "index": ("harness.retrieval.cli", "build or query a local retrieval index (E5 + FAISS, or BM25)"),
     "train": ("trainer.cli", "train with a YAML recipe"),
     "nightly": ("leaderboards.cli", "run a leaderboard suite, ingest its logs, compare and render the site"),

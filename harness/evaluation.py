@@ -12,7 +12,6 @@ step, adapter, base, weights sha256; see ``harness.providers.provenance``).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from inspect_ai import Task
@@ -24,6 +23,8 @@ from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
 from harness.systems import get_system, system_solver
+from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
+from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
 from judges.inspect_compat import PrerequisiteError, active_model
 from judges.named import lookup
@@ -79,6 +80,19 @@ def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
     }
 
 
+def _check_option_names(system: str, system_options: dict[str, Any]) -> None:
+    """A ``-T`` name that is neither a task parameter nor an option of ``system`` raises, suggesting the closest."""
+    valid_options = get_system(system).options()
+    unknown = sorted(set(system_options) - set(valid_options))
+    if unknown:
+        raise ConfigError(
+            f"unknown -T option(s) {', '.join(unknown)}; "
+            f"{did_you_mean(unknown[0], [*TASK_PARAMETER_NAMES, *valid_options])}"
+            f"task parameters: {', '.join(TASK_PARAMETER_NAMES)}; "
+            f"system {system!r} options: {', '.join(valid_options) or 'none'} (mara tasks lists them)"
+        )
+
+
 def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
     """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
     accepted = set(get_system(system).options())
@@ -87,25 +101,18 @@ def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) ->
 
 
 @one_line_errors
-def benchmark_task(
-    benchmark: str,
-    *,
-    system: str = "direct",
-    protocol: str | None = None,
-    judge: str | None = None,
-    data: str | None = None,
-    ids: str | int | Sequence[str | int] | None = None,
-    limit: int | None = None,
-    epochs: int | None = None,
-    reducers: str | Sequence[str] | None = None,
-    breakdown: str | Sequence[str] | None = None,
-    judge_timeout: float | None = None,
-    **system_options: Any,
-) -> Task:
-    """An Inspect task evaluating ``system`` on ``benchmark`` under ``protocol`` (see the module docstring)."""
+def benchmark_task(benchmark: str, **arguments: Any) -> Task:
+    """An Inspect task evaluating a system on ``benchmark`` (see the module docstring).
+
+    ``arguments`` are the task parameters (``harness.tasks.TaskArguments``) and the system's options; a name that
+    is neither is an error suggesting the closest of both.
+    """
+    task, system_options = split_task_arguments(arguments)
+    system, judge_timeout = task.system, task.judge_timeout
+    _check_option_names(system, system_options)
     spec = get_benchmark(benchmark)
-    chosen = get_protocol(protocol).with_overrides(epochs=epochs, reducers=reducers)
-    judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, judge)
+    chosen = get_protocol(task.protocol).with_overrides(epochs=task.epochs, reducers=task.reducers)
+    judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, task.judge)
     if judge_timeout is not None:  # -T judge_timeout= (seconds per grader call) beats the protocol's
         if not judges.is_llm_judge(judge_name, **judge_options):
             raise ValueError(
@@ -116,7 +123,7 @@ def benchmark_task(
     solver = system_solver(system, **effective_options)
     system_spec = get_system(system)
     headline = with_breakdowns(
-        judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, breakdown)
+        judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
     )
     scorers = [headline] + [
         judges.get_judge(judge_name, **{**judge_options, "answer": answer}) for answer in system_spec.answers
@@ -124,7 +131,7 @@ def benchmark_task(
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
     judges.require_grader(judge_name, task_roles, **judge_options)
-    loaded = load_benchmark(spec.name, data=data, ids=ids, limit=limit)
+    loaded = load_benchmark(spec.name, data=task.data, ids=task.ids, limit=task.limit)
     metadata = {
         "dataset": loaded.provenance,
         "system": system,

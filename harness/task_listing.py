@@ -1,0 +1,149 @@
+"""``mara tasks [NAME]``: what can be evaluated and how, read from the code itself.
+
+Without a name: every registered task, one line each. With a name: the task's description, its parameters (from
+``harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
+signature and the tool settings), the protocols and the judges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any
+
+TASK_PACKAGE = "mara_bench"
+
+
+def registered_tasks() -> dict[str, Callable[..., Any]]:
+    """Task name -> task function, for every benchmark task in the ``mara_bench`` package (the files in tasks/)."""
+    from harness.datasets import BENCHMARKS
+
+    package = importlib.import_module(TASK_PACKAGE)
+    found: dict[str, Callable[..., Any]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
+        for name, value in vars(module).items():
+            if (
+                name in BENCHMARKS
+                and callable(value)
+                and getattr(value, "__module__", None) == module.__name__
+            ):
+                found[name] = value
+    return dict(sorted(found.items()))
+
+
+def _summary(function: Callable[..., Any]) -> str:
+    return " ".join((inspect.getdoc(function) or "").split())
+
+
+def _type_name(annotation: Any) -> str:
+    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    text = text.replace("typing.", "").replace("NoneType", "None")
+    optional = re.fullmatch(r"Optional\[(.+)\]", text)
+    return f"{optional.group(1)} | None" if optional else text
+
+
+def _default(value: Any) -> str:
+    """``repr(value)``, a long tuple shown by its length (the tool blocklist)."""
+    shown = repr(value)
+    return f"({len(value)} items)" if isinstance(value, tuple) and len(shown) > 60 else shown
+
+
+def _table(rows: list[tuple[str, str, str, str]], indent: str = "  ") -> Iterator[str]:
+    """Aligned ``name  type = default  help`` lines."""
+    width_name = max((len(row[0]) for row in rows), default=0)
+    width_type = max((len(row[1]) for row in rows), default=0)
+    for name, type_, default, help_ in rows:
+        line = f"{indent}{name.ljust(width_name)}  {type_.ljust(width_type)} = {default}"
+        yield f"{line}  {help_}".rstrip()
+
+
+def _task_parameter_rows() -> list[tuple[str, str, str, str]]:
+    from harness.tasks import TASK_PARAMETERS
+
+    return [(p.name, _type_name(p.type), _default(p.default), p.metadata["help"]) for p in TASK_PARAMETERS]
+
+
+def _option_rows(run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
+    from harness.systems.options import option_names
+
+    hints = typing.get_type_hints(run)
+    parameters = inspect.signature(run).parameters
+    return [
+        (name, _type_name(hints[name]), _default(parameters[name].default), "") for name in option_names(run)
+    ]
+
+
+def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
+    from harness.tools.settings import ToolSettings
+
+    hints = typing.get_type_hints(ToolSettings)
+    rows = []
+    for field in dataclasses.fields(ToolSettings):
+        if field.name == "environ":
+            continue
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
+        rows.append((field.name, _type_name(hints[field.name]), _default(default), ""))
+    return rows
+
+
+def describe_task(name: str) -> list[str]:
+    """The lines ``mara tasks NAME`` prints."""
+    from harness.protocols import PROTOCOLS
+    from harness.systems import SYSTEMS, TOOLS_OPTION
+    from judges.registry import JUDGES
+
+    tasks = registered_tasks()
+    if name not in tasks:
+        from harness.typed_config import did_you_mean
+
+        raise SystemExit(
+            f"mara tasks: no task {name!r}; {did_you_mean(name, tasks)}run `mara tasks` to list them"
+        )
+    lines = [
+        f"{name}: {_summary(tasks[name])}",
+        f"  run: inspect eval {TASK_PACKAGE}/{name} --model <model>",
+        "",
+    ]
+    lines += ["task parameters (-T name=value):", *_table(_task_parameter_rows()), ""]
+    lines.append("systems (-T system=NAME); any -T option that is not a task parameter goes to the system:")
+    for system in SYSTEMS.values():
+        tools = (
+            f"; tools: {', '.join(system.tools)} (-T {TOOLS_OPTION}= picks a subset)" if system.tools else ""
+        )
+        lines.append(f"  {system.name}  roles: {', '.join(system.roles)}{tools}")
+        lines += _table(_option_rows(system.run), indent="    ") or ["    (no options)"]
+        if system.tool_settings:
+            lines.append("    + the tool settings below")
+    lines += ["", "tool settings (systems with tools):", *_table(_tool_setting_rows()), ""]
+    lines.append("protocols (-T protocol=NAME):")
+    width = max(len(key) for key in PROTOCOLS)
+    lines += [f"  {key.ljust(width)}  {protocol.description}" for key, protocol in PROTOCOLS.items()]
+    lines += ["", f"judges (-T judge=NAME): {', '.join(JUDGES)}"]
+    return lines
+
+
+def list_tasks() -> list[str]:
+    """The lines ``mara tasks`` prints: each task and its one-line description."""
+    tasks = registered_tasks()
+    width = max(len(name) for name in tasks)
+    lines = [f"{name.ljust(width)}  {_summary(function)}" for name, function in tasks.items()]
+    return [
+        *lines,
+        "",
+        "mara tasks NAME: a task's parameters, the systems and their options, protocols, judges",
+    ]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mara tasks", description=__doc__.splitlines()[0])
+    parser.add_argument("name", nargs="?", help="a task, e.g. aime2025")
+    args = parser.parse_args(argv)
+    print("\n".join(describe_task(args.name) if args.name else list_tasks()))
+    return 0

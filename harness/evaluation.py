@@ -26,6 +26,7 @@ from harness.systems import get_system, system_solver
 from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
+from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.inspect_compat import PrerequisiteError, active_model
 from judges.named import lookup
 
@@ -58,10 +59,26 @@ def _grader_roles(judge_name: str, judge_model: str | None) -> dict[str, Model] 
         ) from error
 
 
-def _grader_name(task_roles: dict[str, Model] | None) -> str | None:
+def _grader_name(task_roles: dict[str, Model] | None, role: str = GRADER_ROLE) -> str | None:
     """The grader the run will use: the eval's ``--model-role grader=`` binding, else the protocol's judge model."""
-    bound = model_roles().get("grader") or (task_roles or {}).get("grader")
+    bound = model_roles().get(role) or (task_roles or {}).get(role)
     return str(bound) if bound is not None else None
+
+
+def _second_grader_roles(
+    judge_name: str, uses_grader: bool, second_grader: str | None
+) -> dict[str, Model] | None:
+    """The ``grader2`` role of a second judge, or None without one: ``-T second_grader=MODEL`` or the eval's own
+    ``--model-role grader2=MODEL`` (which wins). A second grader needs an LLM judge."""
+    bound = SECOND_GRADER_ROLE in model_roles()
+    if second_grader is None and not bound:
+        return None
+    if not uses_grader:
+        raise ConfigError(
+            f"second_grader: the {judge_name!r} judge asks no grader model, so there is nothing to judge twice; "
+            f"use an LLM judge (-T judge=equivalence, hle, simpleqa) or drop the second grader"
+        )
+    return {} if bound else {SECOND_GRADER_ROLE: get_model(second_grader)}
 
 
 def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
@@ -131,6 +148,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
     judges.require_grader(judge_name, task_roles, **judge_options)
+    second_roles = _second_grader_roles(judge_name, uses_grader, task.second_grader)
+    if second_roles is not None:
+        scorers.append(judges.get_judge(judge_name, **{**judge_options, "grader_role": SECOND_GRADER_ROLE}))
+        task_roles = {**(task_roles or {}), **second_roles}
     loaded = load_benchmark(spec.name, data=task.data, ids=task.ids, limit=task.limit)
     metadata = {
         "dataset": loaded.provenance,
@@ -140,6 +161,9 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         "judge": judge_name,
         "judge_options": judge_options,
         "judge_model": _grader_name(task_roles) if uses_grader else None,
+        "second_judge_model": _grader_name(task_roles, SECOND_GRADER_ROLE)
+        if second_roles is not None
+        else None,
         **_checkpoint_records(task_roles),
     }
     return Task(

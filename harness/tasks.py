@@ -59,6 +59,9 @@ class TaskArguments:
         default=None, metadata=_help("metadata keys to break scores down by")
     )
     judge_timeout: float | None = field(default=None, metadata=_help("seconds per grader call (LLM judges)"))
+    second_grader: str | None = field(
+        default=None, metadata=_help("a second grader model that re-judges every sample (role grader2)")
+    )
 
 
 TASK_PARAMETERS = fields(TaskArguments)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, eval_set, task_with
-from inspect_ai.model import get_model
+from inspect_ai.model import get_model, model_roles
 
+from judges.inspect_compat import init_model_roles
 from leaderboards.suite import Checkpoint, Suite, SuiteError, SuiteTask
 
 META_SUITE = "leaderboard_suite"
@@ -99,7 +100,7 @@ def _bound_task(
     if protocol is not None:
         args["protocol"] = protocol
     try:
-        task = function(**args)
+        task = _created_with_roles(function, args, checkpoint.roles)
     except TypeError as error:
         raise SuiteError(f"task {suite_task.name!r} ({suite_task.task}): bad args {args}: {error}") from error
     metadata = {
@@ -116,6 +117,17 @@ def _bound_task(
     # the checkpoint's roles join the task's own (e.g. the protocol's judge model as the grader), never drop them
     roles = {**(task.model_roles or {}), **checkpoint.roles}
     return task_with(task, model=model, model_roles=roles or None, metadata=metadata)
+
+
+def _created_with_roles(function: Callable[..., Task], args: dict[str, Any], roles: dict[str, str]) -> Task:
+    """The task created as under ``inspect eval --model-role``: with the checkpoint's roles bound, so a task that
+    checks for its grader at creation (an LLM judge) finds the checkpoint's."""
+    previous = model_roles()
+    init_model_roles({**previous, **{role: get_model(model) for role, model in roles.items()}})
+    try:
+        return function(**args)
+    finally:
+        init_model_roles(previous)
 
 
 def _git(root: Path, *args: str) -> str:

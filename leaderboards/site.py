@@ -1,8 +1,9 @@
 """Render the leaderboard history as a static site (``index.html`` + ``assets/``) and a Markdown summary.
 
 The page needs no server: tables per task with 95% CIs and links to the Inspect logs, trend plots per checkpoint
-over nights, tonight's comparisons (with the samples that got worse), and the cross-solver matrix as a table and a
-heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
+over nights, tonight's comparisons (with the samples that got worse, each regression's judge check and the smallest
+drop each comparison could detect), the two graders' agreement where a second grader judged, and the cross-solver
+matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
 :func:`markdown_text` (Markdown).
 """
 
@@ -18,11 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from judges.grader import SECOND_GRADER_ROLE
 from leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
 from leaderboards.compare import REGRESSION, Comparison
 from leaderboards.plots import TrendPoint, heat_map, trend_plot
+from leaderboards.stats import JudgeAgreement, judge_agreement
 from leaderboards.store import HistoryStore, Run
 from leaderboards.suite import CrossSolver
 
@@ -47,6 +51,14 @@ class TaskBoard:
     trend_png: str
 
 
+@dataclass(frozen=True)
+class AgreementRow:
+    """The two graders' verdicts on one run's samples (``-T second_grader=``)."""
+
+    run: Run
+    agreement: JudgeAgreement
+
+
 @dataclass
 class CrossSolverView:
     system: str
@@ -64,6 +76,7 @@ class SiteView:
     boards: list[TaskBoard]
     cross_solver: CrossSolverView | None = None
     regressions: list[Comparison] = field(default_factory=list)
+    agreements: list[AgreementRow] = field(default_factory=list)
 
 
 def render_site(
@@ -94,6 +107,7 @@ def render_site(
         boards=_boards(store, runs, out_dir, assets),
         cross_solver=_cross_solver(store, runs, cross_solver, assets) if cross_solver else None,
         regressions=[c for c in comparisons if c.status == REGRESSION],
+        agreements=_agreements(store, runs),
     )
     environment = _environment()
     index = out_dir / "index.html"
@@ -173,6 +187,25 @@ def _boards(store: HistoryStore, runs: list[Run], out_dir: Path, assets: Path) -
         )
         boards.append(TaskBoard(task=task, metric=metric, rows=rows, trend_png=f"assets/{png.name}"))
     return boards
+
+
+def _agreements(store: HistoryStore, runs: list[Run]) -> list[AgreementRow]:
+    """Judge agreement for the latest run of each series judged by a second grader (0/1 verdicts only)."""
+    latest: dict[tuple, Run] = {}
+    for run in runs:
+        latest[run.series] = run
+    rows = []
+    for run in latest.values():
+        if run.headline_score is None:
+            continue
+        first = store.sample_scores(run.id, run.headline_score)
+        second = store.sample_scores(run.id, f"{run.headline_score}_{SECOND_GRADER_ROLE}")
+        shared = sorted(set(first) & set(second))
+        verdicts = [(first[i][0], second[i][0]) for i in shared]
+        if verdicts and all(a in (0.0, 1.0) and b in (0.0, 1.0) for a, b in verdicts):
+            pairs = np.array(verdicts)
+            rows.append(AgreementRow(run, judge_agreement(pairs[:, 0], pairs[:, 1])))
+    return sorted(rows, key=lambda row: (row.run.task, row.run.checkpoint, row.run.system, row.run.protocol))
 
 
 def _cross_solver(store: HistoryStore, runs: list[Run], spec: CrossSolver, assets: Path) -> CrossSolverView:

@@ -188,6 +188,10 @@ class Settings:
     """Multiple-comparison correction: ``holm`` (family-wise) or ``bh`` (false discovery rate)."""
     min_effect: StrictFloat = Field(default=0.0, ge=0)
     """Smallest score difference reported as a change."""
+    fail_on: Literal["any", "confirmed"] = "any"
+    """Which regressions make ``mara nightly`` exit 1: ``any``, or only ``confirmed`` ones (an LLM-judged drop that
+    the second grader's verdicts show too, or a drop scored by a deterministic judge). Give LLM-judged tasks a
+    second grader with ``args: {second_grader: MODEL}``."""
     eval: dict[str, Any] = Field(default_factory=dict)
     """``eval_set`` options (``EvalOptions``), only those given."""
 

@@ -153,7 +153,8 @@ def _environment() -> Environment:
         autoescape=select_autoescape(["html", "j2"], default=True),
     )
     environment.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}f}"
-    environment.globals["accounting_columns"] = [header for _, header in ACCOUNTING_COLUMNS]
+    environment.globals["accounting_columns"] = [header for _, _, header in ACCOUNTING_COLUMNS]
+    environment.globals["dollar_columns"] = [metric == "cost_usd" for _, metric, _ in ACCOUNTING_COLUMNS]
     return environment
 
 

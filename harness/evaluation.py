@@ -6,7 +6,8 @@ message listing the valid values (one line under ``inspect eval``: ``harness.pre
 records what was evaluated and how: benchmark, source and its revision or file sha256, row count, sha256 of the id
 list, protocol, judge and judge model, and, for ``local/`` models, the checkpoint each resolved to
 (``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for ``--model-role`` ones: path,
-step, adapter, base, weights sha256; see ``harness.providers.provenance``).
+step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which model served each agent role
+(``role_models``; per-role tokens are in the ``accounting`` score).
 """
 
 from __future__ import annotations
@@ -110,6 +111,14 @@ def _check_option_names(system: str, system_options: dict[str, Any]) -> None:
         )
 
 
+def _role_models(roles: tuple[str, ...], task_roles: dict[str, Model] | None) -> dict[str, str | None]:
+    """Which model serves each agent role of the system: the eval's ``--model-role`` binding, else ``None`` (the
+    evaluated model). With ``resolved_role_checkpoints`` (checkpoint hashes of ``local/`` models) a log says which
+    model and weights played each role."""
+    bound = {**(task_roles or {}), **model_roles()}
+    return {role: str(bound[role]) if role in bound else None for role in roles}
+
+
 def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
     """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
     accepted = set(get_system(system).options())
@@ -164,6 +173,7 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         "second_judge_model": _grader_name(task_roles, SECOND_GRADER_ROLE)
         if second_roles is not None
         else None,
+        "role_models": _role_models(system_spec.roles, task_roles),
         **_checkpoint_records(task_roles),
     }
     return Task(

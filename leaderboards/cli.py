@@ -85,6 +85,7 @@ def main(argv: list[str]) -> int:
             title=f"{suite.name} leaderboard",
             cross_solver=suite.cross_solver,
             suite_name=suite.name,
+            role_matrix=suite.role_matrix,
         )
     finally:
         store.close()

@@ -21,13 +21,15 @@ from inspect_ai import Task, eval_set, task_with
 from inspect_ai.model import get_model, model_roles
 
 from judges.inspect_compat import init_model_roles
-from leaderboards.suite import Checkpoint, Suite, SuiteError, SuiteTask
+from leaderboards.suite import Checkpoint, RoleMatrix, Suite, SuiteError, SuiteTask
 
 META_SUITE = "leaderboard_suite"
 META_CHECKPOINT = "checkpoint"
 META_TASK = "leaderboard_task"
 META_NIGHT = "night"
 META_CODE_VERSION = "code_version"
+META_ROLE_MATRIX = "role_matrix"
+"""Task metadata of a role-matrix run: {role: variant}."""
 
 
 def load_task_function(spec: str, search_dirs: tuple[Path, ...] = ()) -> Callable[..., Task]:
@@ -74,7 +76,31 @@ def build_tasks(suite: Suite, night: str) -> list[Task]:
                     tasks.append(
                         _bound_task(function, suite, suite_task, checkpoint, system, protocol, night, version)
                     )
+    if suite.role_matrix is not None:
+        tasks += _role_matrix_tasks(suite, suite.role_matrix, night, version, search_dirs)
     return tasks
+
+
+def _role_matrix_tasks(
+    suite: Suite, matrix: RoleMatrix, night: str, version: str, search_dirs: tuple[Path, ...]
+) -> list[Task]:
+    """One task per combination of the matrix's role variants, each named by its combination."""
+    suite_task = next(t for t in suite.tasks if t.name == matrix.task)
+    function = load_task_function(suite_task.task, search_dirs)
+    return [
+        _bound_task(
+            function,
+            suite,
+            suite_task,
+            matrix.checkpoint(combination),
+            matrix.system,
+            matrix.protocol,
+            night,
+            version,
+            extra_metadata={META_ROLE_MATRIX: combination},
+        )
+        for combination in matrix.combinations()
+    ]
 
 
 def run_suite(suite: Suite, log_dir: str, night: str, display: str = "none") -> bool:
@@ -93,6 +119,7 @@ def _bound_task(
     protocol: str | None,
     night: str,
     version: str,
+    extra_metadata: dict[str, Any] | None = None,
 ) -> Task:
     args = dict(suite_task.args)
     if system is not None:
@@ -110,6 +137,7 @@ def _bound_task(
         META_TASK: suite_task.name,
         META_NIGHT: night,
         META_CODE_VERSION: version,
+        **(extra_metadata or {}),
     }
     model = (
         get_model(checkpoint.model, **checkpoint.model_args) if checkpoint.model_args else checkpoint.model

@@ -2,8 +2,8 @@
 
 The page needs no server: tables per task with 95% CIs and links to the Inspect logs, trend plots per checkpoint
 over nights, tonight's comparisons (with the samples that got worse, each regression's judge check and the smallest
-drop each comparison could detect), the two graders' agreement where a second grader judged, and the cross-solver
-matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
+drop each comparison could detect), the two graders' agreement where a second grader judged, the role matrix
+(``leaderboards.role_matrix``), and the cross-solver matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
 :func:`markdown_text` (Markdown).
 """
 
@@ -26,9 +26,10 @@ from judges.grader import SECOND_GRADER_ROLE
 from leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
 from leaderboards.compare import REGRESSION, Comparison
 from leaderboards.plots import TrendPoint, heat_map, trend_plot
+from leaderboards.role_matrix import RoleMatrixView, role_matrix_view
 from leaderboards.stats import JudgeAgreement, judge_agreement
 from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import CrossSolver
+from leaderboards.suite import CrossSolver, RoleMatrix
 
 LINKABLE_SCHEMES = ("http", "https")
 TEMPLATES = Path(__file__).with_name("templates")
@@ -77,6 +78,7 @@ class SiteView:
     cross_solver: CrossSolverView | None = None
     regressions: list[Comparison] = field(default_factory=list)
     agreements: list[AgreementRow] = field(default_factory=list)
+    role_matrix: RoleMatrixView | None = None
 
 
 def render_site(
@@ -87,6 +89,7 @@ def render_site(
     title: str = "mara-bench leaderboard",
     cross_solver: CrossSolver | None = None,
     suite_name: str | None = None,
+    role_matrix: RoleMatrix | None = None,
 ) -> Path:
     """Write ``out_dir/index.html``, its ``assets/`` and ``out_dir/summary.md``; returns the HTML path.
 
@@ -108,6 +111,7 @@ def render_site(
         cross_solver=_cross_solver(store, runs, cross_solver, assets) if cross_solver else None,
         regressions=[c for c in comparisons if c.status == REGRESSION],
         agreements=_agreements(store, runs),
+        role_matrix=role_matrix_view(store, runs, role_matrix) if role_matrix else None,
     )
     environment = _environment()
     index = out_dir / "index.html"

@@ -18,6 +18,7 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai.model import Model, get_model, model_roles
 
+from harness.audit import audited_answers, human_verdict, load_audit
 from harness.breakdowns import breakdown_keys, with_breakdowns
 from harness.datasets import get_benchmark, load_benchmark
 from harness.prerequisites import one_line_errors
@@ -146,7 +147,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
             )
         judge_options["timeout"] = judge_timeout
     effective_options = _system_options(system, chosen, system_options)
-    solver = system_solver(system, **effective_options)
+    audit = load_audit(task.audit) if task.audit is not None else None
+    if audit is not None and task.ids is not None:
+        raise ConfigError("audit: the audit file chooses the samples; drop -T ids=")
+    solver = audited_answers(audit) if audit is not None else system_solver(system, **effective_options)
     system_spec = get_system(system)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
@@ -161,7 +165,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     if second_roles is not None:
         scorers.append(judges.get_judge(judge_name, **{**judge_options, "grader_role": SECOND_GRADER_ROLE}))
         task_roles = {**(task_roles or {}), **second_roles}
-    loaded = load_benchmark(spec.name, data=task.data, ids=task.ids, limit=task.limit)
+    if audit is not None:
+        scorers.append(human_verdict(audit))
+    ids = sorted(audit) if audit is not None else task.ids
+    loaded = load_benchmark(spec.name, data=task.data, ids=ids, limit=task.limit)
     metadata = {
         "dataset": loaded.provenance,
         "system": system,

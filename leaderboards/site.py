@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from harness.audit import HUMAN_SCORE
 from judges.grader import SECOND_GRADER_ROLE
 from leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
 from leaderboards.compare import REGRESSION, Comparison
@@ -60,6 +61,15 @@ class AgreementRow:
     agreement: JudgeAgreement
 
 
+@dataclass(frozen=True)
+class AuditView:
+    """Each grader's verdicts against people's on a judge audit (``-T audit=``): agreement = the judge's accuracy."""
+
+    run: Run
+    grader: JudgeAgreement
+    second_grader: JudgeAgreement | None
+
+
 @dataclass
 class CrossSolverView:
     system: str
@@ -78,6 +88,7 @@ class SiteView:
     cross_solver: CrossSolverView | None = None
     regressions: list[Comparison] = field(default_factory=list)
     agreements: list[AgreementRow] = field(default_factory=list)
+    audits: list[AuditView] = field(default_factory=list)
     role_matrix: RoleMatrixView | None = None
 
 
@@ -111,6 +122,7 @@ def render_site(
         cross_solver=_cross_solver(store, runs, cross_solver, assets) if cross_solver else None,
         regressions=[c for c in comparisons if c.status == REGRESSION],
         agreements=_agreements(store, runs),
+        audits=_audits(store, runs),
         role_matrix=role_matrix_view(store, runs, role_matrix) if role_matrix else None,
     )
     environment = _environment()
@@ -194,23 +206,46 @@ def _boards(store: HistoryStore, runs: list[Run], out_dir: Path, assets: Path) -
     return boards
 
 
+def _latest(runs: list[Run]) -> list[Run]:
+    latest: dict[tuple, Run] = {}
+    for run in runs:  # oldest first: the last one wins
+        latest[run.series] = run
+    return sorted(latest.values(), key=lambda r: (r.task, r.checkpoint, r.system, r.protocol))
+
+
+def _verdict_agreement(store: HistoryStore, run: Run, first: str, second: str) -> JudgeAgreement | None:
+    """Agreement of two scores' 0/1 verdicts on the samples of ``run`` that have both (None when there are none)."""
+    a, b = store.sample_scores(run.id, first), store.sample_scores(run.id, second)
+    verdicts = [(a[i][0], b[i][0]) for i in sorted(set(a) & set(b))]
+    if not verdicts or not all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in verdicts):
+        return None
+    pairs = np.array(verdicts)
+    return judge_agreement(pairs[:, 0], pairs[:, 1])
+
+
 def _agreements(store: HistoryStore, runs: list[Run]) -> list[AgreementRow]:
     """Judge agreement for the latest run of each series judged by a second grader (0/1 verdicts only)."""
-    latest: dict[tuple, Run] = {}
-    for run in runs:
-        latest[run.series] = run
     rows = []
-    for run in latest.values():
+    for run in _latest(runs):
+        if run.headline_score is not None:
+            second = f"{run.headline_score}_{SECOND_GRADER_ROLE}"
+            agreement = _verdict_agreement(store, run, run.headline_score, second)
+            if agreement is not None:
+                rows.append(AgreementRow(run, agreement))
+    return rows
+
+
+def _audits(store: HistoryStore, runs: list[Run]) -> list[AuditView]:
+    """Each judge's accuracy against the human verdicts of the latest judge audit of each series."""
+    views = []
+    for run in _latest(runs):
         if run.headline_score is None:
             continue
-        first = store.sample_scores(run.id, run.headline_score)
-        second = store.sample_scores(run.id, f"{run.headline_score}_{SECOND_GRADER_ROLE}")
-        shared = sorted(set(first) & set(second))
-        verdicts = [(first[i][0], second[i][0]) for i in shared]
-        if verdicts and all(a in (0.0, 1.0) and b in (0.0, 1.0) for a, b in verdicts):
-            pairs = np.array(verdicts)
-            rows.append(AgreementRow(run, judge_agreement(pairs[:, 0], pairs[:, 1])))
-    return sorted(rows, key=lambda row: (row.run.task, row.run.checkpoint, row.run.system, row.run.protocol))
+        grader = _verdict_agreement(store, run, HUMAN_SCORE, run.headline_score)
+        if grader is not None:
+            second = f"{run.headline_score}_{SECOND_GRADER_ROLE}"
+            views.append(AuditView(run, grader, _verdict_agreement(store, run, HUMAN_SCORE, second)))
+    return views
 
 
 def _cross_solver(store: HistoryStore, runs: list[Run], spec: CrossSolver, assets: Path) -> CrossSolverView:

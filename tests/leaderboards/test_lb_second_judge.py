@@ -16,6 +16,8 @@ import tests.leaderboards.answer_key  # noqa: F401  (registers the answerkey/ pr
 import tests.leaderboards.verdict_key  # noqa: F401  (registers the verdictkey/ provider)
 from harness.cli import main as mara
 from harness.datasets.loader import load_benchmark
+from harness.evaluation import benchmark_task
+from harness.typed_config import ConfigError
 from leaderboards.store import HistoryStore
 
 N = 30
@@ -91,3 +93,50 @@ def test_a_drop_both_graders_see_is_confirmed_and_fails_a_confirmed_only_suite(t
     assert code == 1
     assert re.search(r"REGRESSION ours bamboogle .* -100\.0 pts .*; confirmed", printed)
     assert 'class="status-regression check-confirmed"' in (out / "site" / "index.html").read_text()
+
+
+def test_a_judge_audit_shows_each_graders_accuracy_against_people(tmp_path, data_dir, capsys):
+    samples = load_benchmark("bamboogle", limit=6).dataset
+    # people: the three ANSWER-A answers are right, the three ANSWER-B ones wrong
+    rows = [
+        {"id": s.id, "answer": f"ANSWER-{'A' if i % 2 else 'B'}", "correct": bool(i % 2)}
+        for i, s in enumerate(samples)
+    ]
+    (tmp_path / "audit.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    raw = {
+        "name": "audit",
+        "checkpoints": [
+            {"name": "audit", "model": "mockllm/model", "roles": {"grader": "verdictkey/accept=ANSWER-A"}}
+        ],
+        "tasks": [
+            {
+                "name": "bamboogle-audit",
+                "task": "tasks/qa.py@bamboogle",
+                "args": {
+                    "audit": str(tmp_path / "audit.jsonl"),
+                    "judge": "equivalence",
+                    "second_grader": "verdictkey/accept=ANSWER-A+ANSWER-B",
+                },
+            }
+        ],
+    }
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert mara(["nightly", str(tmp_path / "suite.yaml"), "--out", str(out), "--display", "none"]) == 0
+    page = (out / "site" / "index.html").read_text()
+    row = re.search(
+        r'<td class="grader-accuracy">([\d.]+)</td>.*?<td class="second-grader-accuracy">([\d.]+)</td>',
+        page,
+        re.S,
+    )
+    # the grader agrees with people on all 6; the second grader says "right" to every answer: 3 of 6
+    assert row is not None and row.groups() == ("1.000", "0.500")
+
+
+def test_a_malformed_audit_file_is_one_line(tmp_path):
+    (tmp_path / "audit.jsonl").write_text('{"id": "1", "answer": "x"}\n')
+    with pytest.raises(
+        ConfigError,
+        match=r"audit: .*audit.jsonl:1: missing key\(s\) correct; each row needs id, answer and correct",
+    ):
+        benchmark_task("bamboogle", data="samples", audit=str(tmp_path / "audit.jsonl"))

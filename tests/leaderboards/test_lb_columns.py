@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 from inspect_ai import eval
@@ -29,7 +30,7 @@ def test_accounting_and_breakdown_columns_reach_the_site(tmp_path):
         task_args={"data": "samples", "system": "direct"},
         model=solver,
         # a grader name of this run alone, so no verdict comes from the judges' reply cache (a cached one costs 0)
-        model_roles={"grader": scripted_model(_grade, name=f"mockllm/grader-{tmp_path.name}")},
+        model_roles={"grader": scripted_model(_grade, name=f"mockllm/grader-{uuid.uuid4().hex}")},
         log_dir=str(tmp_path / "logs"),
         display="none",
     )

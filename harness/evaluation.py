@@ -6,7 +6,8 @@ message listing the valid values (one line under ``inspect eval``: ``harness.pre
 records what was evaluated and how: benchmark, source and its revision or file sha256, row count, sha256 of the id
 list, protocol, judge and judge model, and, for ``local/`` models, the checkpoint each resolved to
 (``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for ``--model-role`` ones: path,
-step, adapter, base, weights sha256; see ``harness.providers.provenance``).
+step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which model served each agent role
+(``role_models``; per-role tokens are in the ``accounting`` score).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai.model import Model, get_model, model_roles
 
+from harness.audit import audited_answers, human_verdict, load_audit
 from harness.breakdowns import breakdown_keys, with_breakdowns
 from harness.datasets import get_benchmark, load_benchmark
 from harness.prerequisites import one_line_errors
@@ -26,6 +28,7 @@ from harness.systems import get_system, system_solver
 from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
+from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.inspect_compat import PrerequisiteError, active_model
 from judges.named import lookup
 
@@ -58,10 +61,26 @@ def _grader_roles(judge_name: str, judge_model: str | None) -> dict[str, Model] 
         ) from error
 
 
-def _grader_name(task_roles: dict[str, Model] | None) -> str | None:
+def _grader_name(task_roles: dict[str, Model] | None, role: str = GRADER_ROLE) -> str | None:
     """The grader the run will use: the eval's ``--model-role grader=`` binding, else the protocol's judge model."""
-    bound = model_roles().get("grader") or (task_roles or {}).get("grader")
+    bound = model_roles().get(role) or (task_roles or {}).get(role)
     return str(bound) if bound is not None else None
+
+
+def _second_grader_roles(
+    judge_name: str, uses_grader: bool, second_grader: str | None
+) -> dict[str, Model] | None:
+    """The ``grader2`` role of a second judge, or None without one: ``-T second_grader=MODEL`` or the eval's own
+    ``--model-role grader2=MODEL`` (which wins). A second grader needs an LLM judge."""
+    bound = SECOND_GRADER_ROLE in model_roles()
+    if second_grader is None and not bound:
+        return None
+    if not uses_grader:
+        raise ConfigError(
+            f"second_grader: the {judge_name!r} judge asks no grader model, so there is nothing to judge twice; "
+            f"use an LLM judge (-T judge=equivalence, hle, simpleqa) or drop the second grader"
+        )
+    return {} if bound else {SECOND_GRADER_ROLE: get_model(second_grader)}
 
 
 def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
@@ -93,6 +112,14 @@ def _check_option_names(system: str, system_options: dict[str, Any]) -> None:
         )
 
 
+def _role_models(roles: tuple[str, ...], task_roles: dict[str, Model] | None) -> dict[str, str | None]:
+    """Which model serves each agent role of the system: the eval's ``--model-role`` binding, else ``None`` (the
+    evaluated model). With ``resolved_role_checkpoints`` (checkpoint hashes of ``local/`` models) a log says which
+    model and weights played each role."""
+    bound = {**(task_roles or {}), **model_roles()}
+    return {role: str(bound[role]) if role in bound else None for role in roles}
+
+
 def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
     """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
     accepted = set(get_system(system).options())
@@ -120,7 +147,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
             )
         judge_options["timeout"] = judge_timeout
     effective_options = _system_options(system, chosen, system_options)
-    solver = system_solver(system, **effective_options)
+    audit = load_audit(task.audit) if task.audit is not None else None
+    if audit is not None and task.ids is not None:
+        raise ConfigError("audit: the audit file chooses the samples; drop -T ids=")
+    solver = audited_answers(audit) if audit is not None else system_solver(system, **effective_options)
     system_spec = get_system(system)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
@@ -131,7 +161,14 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
     judges.require_grader(judge_name, task_roles, **judge_options)
-    loaded = load_benchmark(spec.name, data=task.data, ids=task.ids, limit=task.limit)
+    second_roles = _second_grader_roles(judge_name, uses_grader, task.second_grader)
+    if second_roles is not None:
+        scorers.append(judges.get_judge(judge_name, **{**judge_options, "grader_role": SECOND_GRADER_ROLE}))
+        task_roles = {**(task_roles or {}), **second_roles}
+    if audit is not None:
+        scorers.append(human_verdict(audit))
+    ids = sorted(audit) if audit is not None else task.ids
+    loaded = load_benchmark(spec.name, data=task.data, ids=ids, limit=task.limit)
     metadata = {
         "dataset": loaded.provenance,
         "system": system,
@@ -140,6 +177,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         "judge": judge_name,
         "judge_options": judge_options,
         "judge_model": _grader_name(task_roles) if uses_grader else None,
+        "second_judge_model": _grader_name(task_roles, SECOND_GRADER_ROLE)
+        if second_roles is not None
+        else None,
+        "role_models": _role_models(system_spec.roles, task_roles),
         **_checkpoint_records(task_roles),
     }
     return Task(

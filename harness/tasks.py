@@ -59,6 +59,13 @@ class TaskArguments:
         default=None, metadata=_help("metadata keys to break scores down by")
     )
     judge_timeout: float | None = field(default=None, metadata=_help("seconds per grader call (LLM judges)"))
+    audit: str | None = field(
+        default=None,
+        metadata=_help("a human-labelled answers file: score the judges, not a model (harness.audit)"),
+    )
+    second_grader: str | None = field(
+        default=None, metadata=_help("a second grader model that re-judges every sample (role grader2)")
+    )
 
 
 TASK_PARAMETERS = fields(TaskArguments)

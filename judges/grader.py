@@ -31,6 +31,8 @@ from inspect_ai.model import (
 from judges.reply_cache import ReplyCache
 
 GRADER_ROLE = "grader"
+SECOND_GRADER_ROLE = "grader2"
+"""The role of a second grader that re-judges every sample (judge agreement, judge-sensitive regressions)."""
 DEFAULT_ATTEMPTS = 3
 DEFAULT_TIMEOUT_S = 180.0
 """Per grader call: long enough for a reasoning grader (o3-mini) on a long response, short of a hung connection."""
@@ -42,25 +44,27 @@ class GraderMissingError(RuntimeError):
     """An LLM judge was asked to score with no model bound to the ``grader`` role."""
 
 
-def missing_grader_message(judge_name: str) -> str:
+def missing_grader_message(judge_name: str, role: str = GRADER_ROLE) -> str:
     return (
-        f"The '{judge_name}' judge needs a grader model, and no model is bound to the '{GRADER_ROLE}' role. "
-        f"Pass --model-role {GRADER_ROLE}=<model> to `inspect eval` / `inspect score` (in Python: "
-        f"eval(..., model_roles={{'{GRADER_ROLE}': <model>}})). The evaluated model is never used to grade itself."
+        f"The '{judge_name}' judge needs a grader model, and no model is bound to the '{role}' role. "
+        f"Pass --model-role {role}=<model> to `inspect eval` / `inspect score` (in Python: "
+        f"eval(..., model_roles={{'{role}': <model>}})). The evaluated model is never used to grade itself."
     )
 
 
-def ensure_grader_bound(judge_name: str, task_roles: Mapping[str, Any] | None = None) -> None:
-    """Raise ``GraderMissingError`` unless the eval (or ``task_roles``) binds a model to the grader role."""
-    if GRADER_ROLE in model_roles() or (task_roles is not None and GRADER_ROLE in task_roles):
+def ensure_grader_bound(
+    judge_name: str, task_roles: Mapping[str, Any] | None = None, role: str = GRADER_ROLE
+) -> None:
+    """Raise ``GraderMissingError`` unless the eval (or ``task_roles``) binds a model to ``role``."""
+    if role in model_roles() or (task_roles is not None and role in task_roles):
         return
-    raise GraderMissingError(missing_grader_message(judge_name))
+    raise GraderMissingError(missing_grader_message(judge_name, role))
 
 
-def grader_model(judge_name: str) -> Model:
-    """The model bound to the grader role (``GraderMissingError`` when there is none)."""
-    ensure_grader_bound(judge_name)
-    return get_model(role=GRADER_ROLE, required=True)
+def grader_model(judge_name: str, role: str = GRADER_ROLE) -> Model:
+    """The model bound to ``role`` (``GraderMissingError`` when there is none)."""
+    ensure_grader_bound(judge_name, role=role)
+    return get_model(role=role, required=True)
 
 
 @dataclass(frozen=True)
@@ -87,14 +91,16 @@ async def ask_grader(
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
     model: Model | None = None,
+    role: str = GRADER_ROLE,
 ) -> GraderOutcome[Verdict]:
     """Ask the grader ``prompt`` until ``parse`` reads a verdict from its reply: at most ``attempts`` calls of at
     most ``timeout`` seconds each (a cached verdict-giving reply is used without a call).
 
-    ``model`` is the grader; ``None`` means the model bound to the ``grader`` role (an evaluation's judge).
+    ``model`` is the grader; ``None`` means the model bound to ``role`` (an evaluation's judge: ``grader``, or
+    ``grader2`` for a second judge).
     """
     check_bounds(attempts, timeout)
-    model = model if model is not None else grader_model(judge_name)
+    model = model if model is not None else grader_model(judge_name, role)
     grader = str(model)
     store = ReplyCache.from_option(cache, judge_name, grader)
     cached = store.get(prompt, schema) if store else None

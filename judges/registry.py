@@ -12,7 +12,7 @@ from typing import Any
 
 from inspect_ai.scorer import Scorer
 
-from judges.grader import ensure_grader_bound
+from judges.grader import GRADER_ROLE, ensure_grader_bound
 from judges.inspect_compat import registry_info, set_registry_info
 from judges.named import lookup
 from judges.scorers import (
@@ -85,13 +85,15 @@ def get_judge(name: str, **options: Any) -> Scorer:
     """The scorer of judge ``name`` built with ``options`` (e.g. ``answer="solver"``, ``variant="mask"``).
 
     A judge of another answer than the final one is named ``<judge>_<answer>`` (``math_solver``), so one log holds
-    a column per answer (the V-C system's *solver alone* and *system* columns) under self-explaining names.
+    a column per answer (the V-C system's *solver alone* and *system* columns) under self-explaining names; a judge
+    graded by another role than ``grader`` is named ``<judge>_<role>`` (``hle_grader2``, the second judge).
     """
     built = _spec(name).factory(**options)
-    answer = options.get("answer", "final")
-    if answer != "final":
+    suffixes = [options.get("answer", "final"), options.get("grader_role", GRADER_ROLE)]
+    suffix = "".join(f"_{part}" for part in suffixes if part not in ("final", GRADER_ROLE))
+    if suffix:
         info = registry_info(built)
-        set_registry_info(built, info.model_copy(update={"name": f"{info.name}_{answer}"}))
+        set_registry_info(built, info.model_copy(update={"name": f"{info.name}{suffix}"}))
     return built
 
 

@@ -8,7 +8,8 @@ extracted answer in ``Score.answer`` (maj@k groups by it) and the judge's detail
 dicts (keys described in ``judges.metrics``). LLM judges take their model from the ``grader`` role; an attempt they
 cannot judge is *unscored* (``judged_correct`` NaN, ``reason="grader_failed"``), counted by the ``unscored`` metric
 and never in accuracy over judged items. Every LLM judge takes ``attempts``, ``timeout`` (seconds per grader call)
-and ``cache`` (see ``judges.grader``); a timed-out judgement is unscored and the eval goes on.
+and ``cache`` (see ``judges.grader``); a timed-out judgement is unscored and the eval goes on. ``grader_role``
+names the role whose model grades (``grader2``: a second judge of the same samples, ``judges.registry.get_judge``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ from inspect_ai.solver import TaskState
 from judges import cores, equivalence, hle, lexical, simpleqa
 from judges import math as math_judge
 from judges.gaia import quasi_exact_match
-from judges.grader import DEFAULT_ATTEMPTS, DEFAULT_TIMEOUT_S, GraderOutcome, ask_grader, check_bounds
+from judges.grader import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_TIMEOUT_S,
+    GRADER_ROLE,
+    GraderOutcome,
+    ask_grader,
+    check_bounds,
+)
 from judges.metrics import (
     calibration,
     lexical_summary,
@@ -100,10 +108,12 @@ async def _equivalence_outcome(
     return await ask_grader("equivalence", prompt, equivalence.parse_verdict, **bounds)
 
 
-def _grader_options(attempts: int, cache: bool | CachePolicy, timeout: float) -> dict[str, Any]:
+def _grader_options(
+    attempts: int, cache: bool | CachePolicy, timeout: float, grader_role: str
+) -> dict[str, Any]:
     """The ``ask_grader`` options of an LLM judge, checked when its scorer is built (before any sample runs)."""
     check_bounds(attempts, timeout)
-    return {"attempts": attempts, "cache": cache, "timeout": timeout}
+    return {"attempts": attempts, "cache": cache, "timeout": timeout, "role": grader_role}
 
 
 @scorer(metrics=VERDICT_METRICS, name="equivalence")
@@ -112,9 +122,10 @@ def equivalence_scorer(
     attempts: int = DEFAULT_ATTEMPTS,
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
+    grader_role: str = GRADER_ROLE,
 ) -> Scorer:
     """An LLM (the grader role) answers yes/no: does the response match one of the gold answers?"""
-    bounds = _grader_options(attempts, cache, timeout)
+    bounds = _grader_options(attempts, cache, timeout, grader_role)
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer)
@@ -133,9 +144,10 @@ def gaia_scorer(
     attempts: int = DEFAULT_ATTEMPTS,
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
+    grader_role: str = GRADER_ROLE,
 ) -> Scorer:
     """GAIA's quasi-exact match; with ``cascade=True`` a miss is re-judged by the LLM equivalence judge."""
-    bounds = _grader_options(attempts, cache, timeout)
+    bounds = _grader_options(attempts, cache, timeout, grader_role)
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer)
@@ -159,9 +171,10 @@ def simpleqa_scorer(
     attempts: int = DEFAULT_ATTEMPTS,
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
+    grader_role: str = GRADER_ROLE,
 ) -> Scorer:
     """The official SimpleQA grader: CORRECT / INCORRECT / NOT_ATTEMPTED."""
-    bounds = _grader_options(attempts, cache, timeout)
+    bounds = _grader_options(attempts, cache, timeout, grader_role)
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer)
@@ -184,9 +197,10 @@ def hle_scorer(
     attempts: int = DEFAULT_ATTEMPTS,
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
+    grader_role: str = GRADER_ROLE,
 ) -> Scorer:
     """The official HLE judge (structured output where the grader's provider supports it, strict text fallback)."""
-    bounds = _grader_options(attempts, cache, timeout)
+    bounds = _grader_options(attempts, cache, timeout, grader_role)
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer)

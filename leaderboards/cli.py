@@ -2,8 +2,9 @@
 
 Layout under ``--out``: ``logs/<night>/`` (Inspect eval-set logs; a second call the same night only runs what is
 missing), ``history.sqlite`` (unless ``--db`` names another database), ``site/index.html`` and ``site/summary.md``.
-Exit codes: 0 no regression, 1 at least one regression, 2 a bad suite or argument, 3 no regression but some tasks
-did not finish (run the same command again to resume them).
+Exit codes: 0 no regression, 1 at least one regression (with ``settings.fail_on: confirmed``, at least one that is
+not judge-sensitive or unchecked), 2 a bad suite or argument, 3 no failing regression but some tasks did not finish
+(run the same command again to resume them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from leaderboards.compare import REGRESSION, nightly_comparisons
+from leaderboards.compare import REGRESSION, nightly_comparisons, should_fail
 from leaderboards.run import run_suite
 from leaderboards.site import render_site
 from leaderboards.store import HistoryStore
@@ -84,10 +85,12 @@ def main(argv: list[str]) -> int:
             title=f"{suite.name} leaderboard",
             cross_solver=suite.cross_solver,
             suite_name=suite.name,
+            role_matrix=suite.role_matrix,
         )
     finally:
         store.close()
     regressions = [c for c in comparisons if c.status == REGRESSION]
+    failing = [c for c in regressions if should_fail(c, suite.settings.fail_on)]
     added = len(ingested.added) if ingested else 0
     print(f"ingested {added} new log(s); {len(comparisons)} comparison(s), {len(regressions)} regression(s)")
     for comparison in regressions:
@@ -95,9 +98,9 @@ def main(argv: list[str]) -> int:
         print(
             f"REGRESSION {run.checkpoint} {run.task} {run.system} {run.protocol} {comparison.kind}: "
             f"{100 * test.delta:+.1f} pts (95% CI {100 * test.ci_low:+.1f}, {100 * test.ci_high:+.1f}), "
-            f"p adj. {comparison.p_adjusted:.4g}"
+            f"p adj. {comparison.p_adjusted:.4g}; {comparison.judge_check}"
         )
     print(f"site: {index}\nsummary: {index.parent / 'summary.md'}")
-    if regressions:
+    if failing:
         return 1
     return 0 if finished else 3

@@ -11,6 +11,8 @@ The headline and the per-sample rows always agree: for a log of one of our judge
 accuracy, lexical → ``em`` or ``f1``, …) and each sample's row of that scorer holds the same key of its dict value,
 stored under the scorer's name. Other dict-valued scores (which Inspect splits into one score per key) keep one row
 per key. A run also counts its *unscored* samples: an attempt the grader could not judge, or a sample that errored.
+What grading cost (the grader roles' tokens and dollars per attempt, from Inspect's per-role usage) is stored as
+the metrics of a ``judge`` score, beside the agent's ``accounting``.
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from inspect_ai.log import (
     read_eval_log,
     read_eval_log_sample_summaries,
 )
+from inspect_ai.model import ModelUsage
 from inspect_ai.scorer import value_to_float
 
+from harness.systems.accounting import Price, default_prices, price_of
 from judges import registry as judge_registry
+from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.metrics import is_unscored
 from leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
 from leaderboards.stats import Z95, wilson_interval
@@ -43,6 +48,10 @@ ANSWER_CHARS = 500
 MEAN_METRICS = frozenset({"accuracy", "mean"})
 """Metrics that are the mean sample score, so they get a 95% CI: Wilson for 0/1 scores, else from the
 standard error (Inspect's ``stderr`` metric, or computed from the samples)."""
+
+JUDGE_SCORE = "judge"
+"""The stored score name of what grading cost (``_judge_metrics``)."""
+GRADER_ROLES = (GRADER_ROLE, SECOND_GRADER_ROLE)
 
 _to_float = value_to_float()
 
@@ -170,7 +179,10 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         headline_metric=headline_metric,
         n_samples=len({str(summary.id) for summary in summaries}),
         unscored=_unscored(summaries, headline_score),
-        metrics=_metrics(log, samples, (headline_score, headline_metric)),
+        metrics=[
+            *_metrics(log, samples, (headline_score, headline_metric)),
+            *_judge_metrics(log, len(summaries)),
+        ],
         samples=samples,
     )
 
@@ -264,6 +276,39 @@ def _metrics(
             else:
                 metrics.append(MetricValue(score.name, name, value))
     return metrics
+
+
+def _judge_metrics(log: EvalLog, attempts: int) -> list[MetricValue]:
+    """What grading cost per attempt, apart from the agent's own ``accounting``: the graders' tokens (roles
+    ``grader`` and ``grader2`` together, from Inspect's per-role usage) and dollars where every grader has a price."""
+    usage = (log.stats.role_usage if log.stats else None) or {}
+    graded = [(role, usage[role]) for role in GRADER_ROLES if role in usage]
+    if not graded or attempts == 0:
+        return []
+    roles = log.eval.model_roles or {}
+    prices = default_prices()
+    tokens_in = sum(u.input_tokens for _, u in graded)
+    tokens_out = sum(u.output_tokens for _, u in graded)
+    metrics = [
+        MetricValue(JUDGE_SCORE, "input_tokens", tokens_in / attempts),
+        MetricValue(JUDGE_SCORE, "output_tokens", tokens_out / attempts),
+    ]
+    costs = [_usage_cost(_role_model(roles.get(role)), used, prices) for role, used in graded]
+    if all(cost is not None for cost in costs):
+        metrics.append(MetricValue(JUDGE_SCORE, "cost_usd", sum(costs) / attempts))
+    return metrics
+
+
+def _role_model(config: object) -> str | None:
+    configs = config if isinstance(config, list) else [config]
+    return configs[0].model if configs and configs[0] is not None else None
+
+
+def _usage_cost(model: str | None, usage: ModelUsage, prices: dict[str, Price]) -> float | None:
+    price = price_of(model, prices)
+    if price is None:
+        return None
+    return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
 
 
 def _mean_interval(

@@ -1,5 +1,6 @@
 """Extra leaderboard columns read from a run's stored metrics: what a question cost (the ``accounting`` score:
-tokens, tool calls, pages and papers read, python calls, dollars) and the headline metric's breakdowns (``category=Math/...``).
+tokens, tool calls, pages and papers read, python calls, dollars; and the graders' tokens and dollars, the ``judge``
+score) and the headline metric's breakdowns (``category=Math/...``).
 
 A run without an ``accounting`` score (older logs, other harnesses) or without a price shows blanks.
 """
@@ -8,19 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leaderboards.collect import JUDGE_SCORE
 from leaderboards.store import HistoryStore, Run
 
 ACCOUNTING_SCORE = "accounting"
 ACCOUNTING_COLUMNS = (
-    ("input_tokens", "tokens in"),
-    ("output_tokens", "tokens out"),
-    ("tool_calls", "tool calls"),
-    ("pages_read", "pages"),
-    ("papers_read", "papers"),
-    ("python_calls", "python"),
-    ("cost_usd", "$ / question"),
+    (ACCOUNTING_SCORE, "input_tokens", "tokens in"),
+    (ACCOUNTING_SCORE, "output_tokens", "tokens out"),
+    (ACCOUNTING_SCORE, "tool_calls", "tool calls"),
+    (ACCOUNTING_SCORE, "pages_read", "pages"),
+    (ACCOUNTING_SCORE, "papers_read", "papers"),
+    (ACCOUNTING_SCORE, "python_calls", "python"),
+    (ACCOUNTING_SCORE, "cost_usd", "$ / question"),
+    (JUDGE_SCORE, "input_tokens", "judge tokens in"),
+    (JUDGE_SCORE, "output_tokens", "judge tokens out"),
+    (JUDGE_SCORE, "cost_usd", "judge $ / question"),
 )
-"""(metric, column header) per question, in display order."""
+"""(stored score, metric, column header) per question, in display order: the agent's cost, then the graders'."""
 GROUP_SEPARATOR = "="
 
 
@@ -44,7 +49,7 @@ class RunColumns:
 def run_columns(store: HistoryStore, run: Run) -> RunColumns:
     """The extra columns of ``run`` from its stored metrics."""
     metrics = store.metrics(run.id)
-    accounting = {m.metric: m.value for m in metrics if m.score == ACCOUNTING_SCORE}
+    costs = {(m.score, m.metric): m.value for m in metrics if m.score in (ACCOUNTING_SCORE, JUDGE_SCORE)}
     headline = {m.metric: m.value for m in metrics if m.score == run.headline_score}
     suffix = f"/{run.headline_metric}"
     breakdowns = []
@@ -59,6 +64,6 @@ def run_columns(store: HistoryStore, run: Run) -> RunColumns:
             )
         )
     return RunColumns(
-        accounting=tuple(accounting.get(metric) for metric, _ in ACCOUNTING_COLUMNS),
+        accounting=tuple(costs.get((score, metric)) for score, metric, _ in ACCOUNTING_COLUMNS),
         breakdowns=tuple(sorted(breakdowns, key=lambda b: b.group)),
     )

@@ -4,7 +4,11 @@ A comparison pairs a candidate run with a baseline run on the same task, system 
 of the same checkpoint, a run from ``--baseline`` logs, or another checkpoint named in the suite's ``comparisons``.
 Runs on a different dataset (hash) or judged differently are "not comparable" — never a regression. Comparable
 pairs are tested on their common sample ids (:mod:`leaderboards.stats`) and the p-values of the whole night are
-adjusted together (Holm or BH) before deciding.
+adjusted together (Holm or BH) before deciding. Each tested pair also reports the smallest drop it could detect
+(80% power, from its observed discordance), so "no regression" on too few samples reads as such. A regression on an
+LLM-judged task whose runs were also judged by a second grader (``-T second_grader=``, scores ``<judge>_grader2``)
+is *confirmed* when the same test on the second grader's verdicts passes the same bar, else *judge-sensitive*; the
+suite's ``settings.fail_on`` says which fail the night.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from leaderboards.stats import PairedTest, adjust, paired_drop_test
+from judges import registry as judge_registry
+from judges.grader import SECOND_GRADER_ROLE
+from leaderboards.stats import PairedTest, adjust, minimum_detectable_drop, paired_drop_test
 from leaderboards.store import HistoryStore, Run
 from leaderboards.suite import Suite
 
@@ -23,6 +29,17 @@ REGRESSION = "regression"
 NO_REGRESSION = "no regression"
 NOT_COMPARABLE = "not comparable"
 SHOWN_FLIPS = 20
+
+CONFIRMED = "confirmed"
+"""A regression the second grader's verdicts show too."""
+JUDGE_SENSITIVE = "judge-sensitive"
+"""A regression that does not survive the second grader's verdicts."""
+DETERMINISTIC_JUDGE = "deterministic judge"
+"""A regression scored by a judge that asks no LLM (math, lexical, GAIA's exact match): nothing to re-judge."""
+SINGLE_JUDGE = "single judge"
+"""A regression scored by an LLM judge with no second grader in the runs: unchecked."""
+CHECKED_OK = (CONFIRMED, DETERMINISTIC_JUDGE)
+"""Judge checks a ``fail_on: confirmed`` suite fails on."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,14 @@ class Comparison:
     test: PairedTest | None = None
     p_adjusted: float | None = None
     flips: list[SampleFlip] = field(default_factory=list)
+    detectable_drop: float | None = None
+    """The smallest drop this comparison detects with 80% power (``stats.minimum_detectable_drop``)."""
+    judge_check: str | None = None
+    """For a regression: ``confirmed``, ``judge-sensitive``, ``deterministic judge`` or ``single judge``."""
+    second_judge_test: PairedTest | None = None
+    """The same test on the second grader's verdicts, when both runs have them."""
+    discordance: float = 0.0
+    """Share of the common samples the two runs scored differently."""
 
 
 def compare_pair(store: HistoryStore, candidate: Run, baseline: Run, kind: str) -> Comparison:
@@ -64,7 +89,9 @@ def compare_pair(store: HistoryStore, candidate: Run, baseline: Run, kind: str) 
             base = np.array([baseline_scores[i][0] for i in common])
             cand = np.array([candidate_scores[i][0] for i in common])
             comparison.test = paired_drop_test(base, cand, seed=_seed(candidate, baseline))
+            comparison.discordance = float(np.mean(base != cand))
             comparison.flips = _flips(common, baseline_scores, candidate_scores)
+            comparison.second_judge_test = _second_judge_test(store, candidate, baseline, score, common)
     if reason is not None:
         comparison.status, comparison.reason = NOT_COMPARABLE, reason
     return comparison
@@ -81,7 +108,50 @@ def decide(
         comparison.p_adjusted = p_adjusted
         dropped = comparison.test.delta < -min_effect
         comparison.status = REGRESSION if p_adjusted < alpha and dropped else NO_REGRESSION
+        comparison.detectable_drop = minimum_detectable_drop(
+            comparison.test.n, comparison.discordance, alpha, comparisons=len(tested)
+        )
+        if comparison.status == REGRESSION:
+            comparison.judge_check = _judge_check(comparison, alpha, min_effect)
     return comparisons
+
+
+def _judge_check(comparison: Comparison, alpha: float, min_effect: float) -> str:
+    """Whether a regression survives the second grader: its test on the second grader's verdicts, with the p-value
+    scaled by the same multiplicity factor as the first (adjusted / raw), must pass the same bar."""
+    second = comparison.second_judge_test
+    if second is not None:
+        factor = comparison.p_adjusted / comparison.test.p_value if comparison.test.p_value > 0 else 1.0
+        survives = min(1.0, second.p_value * factor) < alpha and second.delta < -min_effect
+        return CONFIRMED if survives else JUDGE_SENSITIVE
+    judge = comparison.candidate.judge
+    if judge in judge_registry.JUDGES and not judge_registry.is_llm_judge(judge):
+        return DETERMINISTIC_JUDGE
+    return SINGLE_JUDGE
+
+
+def _second_judge_test(
+    store: HistoryStore, candidate: Run, baseline: Run, score: str, common: list[str]
+) -> PairedTest | None:
+    """The paired test on the second grader's verdicts (score ``<headline>_grader2``) over the samples both runs
+    have them for, or None when either run has none."""
+    name = f"{score}_{SECOND_GRADER_ROLE}"
+    candidate_scores = store.sample_scores(candidate.id, name)
+    baseline_scores = store.sample_scores(baseline.id, name)
+    shared = [i for i in common if i in candidate_scores and i in baseline_scores]
+    if not shared:
+        return None
+    base = np.array([baseline_scores[i][0] for i in shared])
+    cand = np.array([candidate_scores[i][0] for i in shared])
+    return paired_drop_test(base, cand, seed=_seed(candidate, baseline))
+
+
+def should_fail(comparison: Comparison, fail_on: str) -> bool:
+    """Whether a comparison fails the night: any regression (``fail_on: any``), or only one the judges agree on
+    (``fail_on: confirmed``: confirmed by the second grader, or scored by a deterministic judge)."""
+    if comparison.status != REGRESSION:
+        return False
+    return fail_on == "any" or comparison.judge_check in CHECKED_OK
 
 
 def nightly_comparisons(

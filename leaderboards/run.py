@@ -18,15 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, eval_set, task_with
-from inspect_ai.model import get_model
+from inspect_ai.model import get_model, model_roles
 
-from leaderboards.suite import Checkpoint, Suite, SuiteError, SuiteTask
+from judges.inspect_compat import init_model_roles
+from leaderboards.suite import Checkpoint, RoleMatrix, Suite, SuiteError, SuiteTask
 
 META_SUITE = "leaderboard_suite"
 META_CHECKPOINT = "checkpoint"
 META_TASK = "leaderboard_task"
 META_NIGHT = "night"
 META_CODE_VERSION = "code_version"
+META_ROLE_MATRIX = "role_matrix"
+"""Task metadata of a role-matrix run: {role: variant}."""
 
 
 def load_task_function(spec: str, search_dirs: tuple[Path, ...] = ()) -> Callable[..., Task]:
@@ -73,7 +76,31 @@ def build_tasks(suite: Suite, night: str) -> list[Task]:
                     tasks.append(
                         _bound_task(function, suite, suite_task, checkpoint, system, protocol, night, version)
                     )
+    if suite.role_matrix is not None:
+        tasks += _role_matrix_tasks(suite, suite.role_matrix, night, version, search_dirs)
     return tasks
+
+
+def _role_matrix_tasks(
+    suite: Suite, matrix: RoleMatrix, night: str, version: str, search_dirs: tuple[Path, ...]
+) -> list[Task]:
+    """One task per combination of the matrix's role variants, each named by its combination."""
+    suite_task = next(t for t in suite.tasks if t.name == matrix.task)
+    function = load_task_function(suite_task.task, search_dirs)
+    return [
+        _bound_task(
+            function,
+            suite,
+            suite_task,
+            matrix.checkpoint(combination),
+            matrix.system,
+            matrix.protocol,
+            night,
+            version,
+            extra_metadata={META_ROLE_MATRIX: combination},
+        )
+        for combination in matrix.combinations()
+    ]
 
 
 def run_suite(suite: Suite, log_dir: str, night: str, display: str = "none") -> bool:
@@ -92,6 +119,7 @@ def _bound_task(
     protocol: str | None,
     night: str,
     version: str,
+    extra_metadata: dict[str, Any] | None = None,
 ) -> Task:
     args = dict(suite_task.args)
     if system is not None:
@@ -99,7 +127,7 @@ def _bound_task(
     if protocol is not None:
         args["protocol"] = protocol
     try:
-        task = function(**args)
+        task = _created_with_roles(function, args, checkpoint.roles)
     except TypeError as error:
         raise SuiteError(f"task {suite_task.name!r} ({suite_task.task}): bad args {args}: {error}") from error
     metadata = {
@@ -109,6 +137,7 @@ def _bound_task(
         META_TASK: suite_task.name,
         META_NIGHT: night,
         META_CODE_VERSION: version,
+        **(extra_metadata or {}),
     }
     model = (
         get_model(checkpoint.model, **checkpoint.model_args) if checkpoint.model_args else checkpoint.model
@@ -116,6 +145,17 @@ def _bound_task(
     # the checkpoint's roles join the task's own (e.g. the protocol's judge model as the grader), never drop them
     roles = {**(task.model_roles or {}), **checkpoint.roles}
     return task_with(task, model=model, model_roles=roles or None, metadata=metadata)
+
+
+def _created_with_roles(function: Callable[..., Task], args: dict[str, Any], roles: dict[str, str]) -> Task:
+    """The task created as under ``inspect eval --model-role``: with the checkpoint's roles bound, so a task that
+    checks for its grader at creation (an LLM judge) finds the checkpoint's."""
+    previous = model_roles()
+    init_model_roles({**previous, **{role: get_model(model) for role, model in roles.items()}})
+    try:
+        return function(**args)
+    finally:
+        init_model_roles(previous)
 
 
 def _git(root: Path, *args: str) -> str:

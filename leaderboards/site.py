@@ -1,8 +1,9 @@
 """Render the leaderboard history as a static site (``index.html`` + ``assets/``) and a Markdown summary.
 
 The page needs no server: tables per task with 95% CIs and links to the Inspect logs, trend plots per checkpoint
-over nights, tonight's comparisons (with the samples that got worse), and the cross-solver matrix as a table and a
-heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
+over nights, tonight's comparisons (with the samples that got worse, each regression's judge check and the smallest
+drop each comparison could detect), the two graders' agreement where a second grader judged, the role matrix
+(``leaderboards.role_matrix``), and the cross-solver matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
 :func:`markdown_text` (Markdown).
 """
 
@@ -18,13 +19,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from harness.audit import HUMAN_SCORE
+from judges.grader import SECOND_GRADER_ROLE
 from leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
 from leaderboards.compare import REGRESSION, Comparison
 from leaderboards.plots import TrendPoint, heat_map, trend_plot
+from leaderboards.role_matrix import RoleMatrixView, role_matrix_view
+from leaderboards.stats import JudgeAgreement, judge_agreement
 from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import CrossSolver
+from leaderboards.suite import CrossSolver, RoleMatrix
 
 LINKABLE_SCHEMES = ("http", "https")
 TEMPLATES = Path(__file__).with_name("templates")
@@ -47,6 +53,23 @@ class TaskBoard:
     trend_png: str
 
 
+@dataclass(frozen=True)
+class AgreementRow:
+    """The two graders' verdicts on one run's samples (``-T second_grader=``)."""
+
+    run: Run
+    agreement: JudgeAgreement
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """Each grader's verdicts against people's on a judge audit (``-T audit=``): agreement = the judge's accuracy."""
+
+    run: Run
+    grader: JudgeAgreement
+    second_grader: JudgeAgreement | None
+
+
 @dataclass
 class CrossSolverView:
     system: str
@@ -64,6 +87,9 @@ class SiteView:
     boards: list[TaskBoard]
     cross_solver: CrossSolverView | None = None
     regressions: list[Comparison] = field(default_factory=list)
+    agreements: list[AgreementRow] = field(default_factory=list)
+    audits: list[AuditView] = field(default_factory=list)
+    role_matrix: RoleMatrixView | None = None
 
 
 def render_site(
@@ -74,6 +100,7 @@ def render_site(
     title: str = "mara-bench leaderboard",
     cross_solver: CrossSolver | None = None,
     suite_name: str | None = None,
+    role_matrix: RoleMatrix | None = None,
 ) -> Path:
     """Write ``out_dir/index.html``, its ``assets/`` and ``out_dir/summary.md``; returns the HTML path.
 
@@ -94,6 +121,9 @@ def render_site(
         boards=_boards(store, runs, out_dir, assets),
         cross_solver=_cross_solver(store, runs, cross_solver, assets) if cross_solver else None,
         regressions=[c for c in comparisons if c.status == REGRESSION],
+        agreements=_agreements(store, runs),
+        audits=_audits(store, runs),
+        role_matrix=role_matrix_view(store, runs, role_matrix) if role_matrix else None,
     )
     environment = _environment()
     index = out_dir / "index.html"
@@ -139,7 +169,8 @@ def _environment() -> Environment:
         autoescape=select_autoescape(["html", "j2"], default=True),
     )
     environment.filters["num"] = lambda v, digits=3: "–" if v is None else f"{v:.{digits}f}"
-    environment.globals["accounting_columns"] = [header for _, header in ACCOUNTING_COLUMNS]
+    environment.globals["accounting_columns"] = [header for _, _, header in ACCOUNTING_COLUMNS]
+    environment.globals["dollar_columns"] = [metric == "cost_usd" for _, metric, _ in ACCOUNTING_COLUMNS]
     return environment
 
 
@@ -173,6 +204,48 @@ def _boards(store: HistoryStore, runs: list[Run], out_dir: Path, assets: Path) -
         )
         boards.append(TaskBoard(task=task, metric=metric, rows=rows, trend_png=f"assets/{png.name}"))
     return boards
+
+
+def _latest(runs: list[Run]) -> list[Run]:
+    latest: dict[tuple, Run] = {}
+    for run in runs:  # oldest first: the last one wins
+        latest[run.series] = run
+    return sorted(latest.values(), key=lambda r: (r.task, r.checkpoint, r.system, r.protocol))
+
+
+def _verdict_agreement(store: HistoryStore, run: Run, first: str, second: str) -> JudgeAgreement | None:
+    """Agreement of two scores' 0/1 verdicts on the samples of ``run`` that have both (None when there are none)."""
+    a, b = store.sample_scores(run.id, first), store.sample_scores(run.id, second)
+    verdicts = [(a[i][0], b[i][0]) for i in sorted(set(a) & set(b))]
+    if not verdicts or not all(x in (0.0, 1.0) and y in (0.0, 1.0) for x, y in verdicts):
+        return None
+    pairs = np.array(verdicts)
+    return judge_agreement(pairs[:, 0], pairs[:, 1])
+
+
+def _agreements(store: HistoryStore, runs: list[Run]) -> list[AgreementRow]:
+    """Judge agreement for the latest run of each series judged by a second grader (0/1 verdicts only)."""
+    rows = []
+    for run in _latest(runs):
+        if run.headline_score is not None:
+            second = f"{run.headline_score}_{SECOND_GRADER_ROLE}"
+            agreement = _verdict_agreement(store, run, run.headline_score, second)
+            if agreement is not None:
+                rows.append(AgreementRow(run, agreement))
+    return rows
+
+
+def _audits(store: HistoryStore, runs: list[Run]) -> list[AuditView]:
+    """Each judge's accuracy against the human verdicts of the latest judge audit of each series."""
+    views = []
+    for run in _latest(runs):
+        if run.headline_score is None:
+            continue
+        grader = _verdict_agreement(store, run, HUMAN_SCORE, run.headline_score)
+        if grader is not None:
+            second = f"{run.headline_score}_{SECOND_GRADER_ROLE}"
+            views.append(AuditView(run, grader, _verdict_agreement(store, run, HUMAN_SCORE, second)))
+    return views
 
 
 def _cross_solver(store: HistoryStore, runs: list[Run], spec: CrossSolver, assets: Path) -> CrossSolverView:

@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 10_000
@@ -145,3 +145,76 @@ def _wald(differences: np.ndarray) -> tuple[float, float]:
 
 def _is_binary(values: np.ndarray) -> bool:
     return bool(np.all((values == 0) | (values == 1)))
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """How two judges' 0/1 verdicts on the same samples agree."""
+
+    n: int
+    agreement: float
+    """Share of samples both judges scored the same."""
+    kappa: float
+    """Cohen's kappa: agreement beyond what the two judges' marginal rates give by chance (NaN when undefined)."""
+    flips_up: int
+    """Samples the first judge scored 0 and the second 1."""
+    flips_down: int
+    """Samples the first judge scored 1 and the second 0."""
+    accuracy_first: float
+    accuracy_second: float
+
+    @property
+    def flip_rate(self) -> float:
+        return (self.flips_up + self.flips_down) / self.n
+
+
+def judge_agreement(first: np.ndarray, second: np.ndarray) -> JudgeAgreement:
+    """Agreement of two judges' 0/1 verdicts on the same samples (raw agreement, Cohen's kappa, flips).
+
+    kappa = (p_o - p_e) / (1 - p_e), with p_e = p1·p2 + (1 - p1)(1 - p2) from each judge's rate of 1s; when both
+    judges give one constant verdict p_e = 1 and kappa is undefined (NaN).
+    """
+    first = np.asarray(first, dtype=float)
+    second = np.asarray(second, dtype=float)
+    if first.shape != second.shape or first.ndim != 1 or first.size == 0:
+        raise ValueError(
+            f"judge agreement needs two equal, non-empty 1-d arrays, got {first.shape}, {second.shape}"
+        )
+    if not (_is_binary(first) and _is_binary(second)):
+        raise ValueError("judge agreement needs 0/1 verdicts")
+    observed = float(np.mean(first == second))
+    rate_first, rate_second = float(first.mean()), float(second.mean())
+    chance = rate_first * rate_second + (1 - rate_first) * (1 - rate_second)
+    kappa = (observed - chance) / (1 - chance) if chance < 1 else math.nan
+    return JudgeAgreement(
+        n=first.size,
+        agreement=observed,
+        kappa=kappa,
+        flips_up=int(np.sum((first == 0) & (second == 1))),
+        flips_down=int(np.sum((first == 1) & (second == 0))),
+        accuracy_first=rate_first,
+        accuracy_second=rate_second,
+    )
+
+
+def minimum_detectable_drop(
+    n: int, discordance: float, alpha: float, comparisons: int = 1, power: float = 0.8
+) -> float:
+    """The smallest drop (share of samples) a paired test on ``n`` samples detects with ``power``.
+
+    From the module's power formula: a drop losing ``k = n·Δ`` samples is detected with probability
+    ``Φ((k − z·√(n·d + k)) / √(n·d))`` where ``z = Φ⁻¹(1 − alpha/m)`` (Holm's bar for one drop among ``m``
+    comparisons) and ``d`` the A/A discordance; setting that to ``power`` (``z_β = Φ⁻¹(power)``) and solving for k
+    gives the larger root of ``k² − (2·z_β·s + z²)·k + (z_β² − z²)·s² = 0`` with ``s = √(n·d)``. A discordance of 0
+    (two identical runs) is taken as one discordant sample, the least a real run shows.
+    """
+    if n < 1:
+        raise ValueError(f"a detectable drop needs at least one sample, got n={n}")
+    if not 0 <= discordance <= 1 or not 0 < alpha < 1 or not 0 < power < 1 or comparisons < 1:
+        raise ValueError("discordance in [0, 1], alpha and power in (0, 1) and comparisons >= 1 are required")
+    z = float(norm.ppf(1 - alpha / comparisons))
+    z_power = float(norm.ppf(power))
+    s = math.sqrt(max(n * discordance, 1.0))
+    b = 2 * z_power * s + z * z
+    k = (b + math.sqrt(b * b - 4 * (z_power * z_power - z * z) * s * s)) / 2
+    return min(1.0, k / n)

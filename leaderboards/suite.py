@@ -24,6 +24,12 @@ system or protocol name, or a reference to an undeclared checkpoint or task rais
       tasks: [aime2025]
       system: vc
       alone_score: solver
+    role_matrix:
+      task: gaia
+      system: matpo
+      roles:
+        planner: {base: local/Qwen/Qwen3-14B, trained: local/runs/matpo/step_180}
+        worker: {base: local/Qwen/Qwen3-14B, trained: local/runs/matpo/step_180}
 """
 
 from __future__ import annotations
@@ -179,6 +185,79 @@ class CrossSolver:
 
 
 @config_dataclass(frozen=True, error=SuiteError)
+class RoleMatrix:
+    """Which role made the difference: every combination of each role's model variants, on the same samples.
+
+    ``roles: {planner: {base: M1, trained: M2}, worker: {base: M3, trained: M4}}`` runs the four combinations of
+    ``task`` under ``system``; each role's first variant is its baseline, and the site compares every combination
+    with the all-baseline one (paired difference and 95% CI), with tokens and cost per role.
+    """
+
+    task: Name
+    """A task declared under ``tasks``."""
+    system: Name
+    """The multi-agent system whose roles the variants serve."""
+    roles: dict[Name, dict[Name, Name]] = Field(min_length=1)
+    """Role -> {variant name: Inspect model string}; the first variant of each role is its baseline."""
+    protocol: Name | None = None
+    """The protocol (the task function's own default when unset)."""
+    model: Name | None = None
+    """The evaluated model, serving any role the matrix does not bind (default: the first role's baseline)."""
+
+    @field_validator("roles")
+    @classmethod
+    def _two_variants_or_more(cls, roles: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for role, variants in roles.items():
+            if len(variants) < 2:
+                raise ConfigProblem(role, "needs at least two variants", "e.g. {base: MODEL, trained: MODEL}")
+        return roles
+
+    @field_validator("system")
+    @classmethod
+    def _known_system_with_those_roles(cls, system: str) -> str:
+        from harness.systems import SYSTEMS
+
+        _known_names((system,), SYSTEMS, "system")
+        return system
+
+    @model_validator(mode="after")
+    def _roles_of_the_system(self) -> RoleMatrix:
+        from harness.systems import SYSTEMS
+
+        known = SYSTEMS[self.system].roles
+        for role in self.roles:
+            if role not in known:
+                raise ConfigProblem(
+                    f"roles.{role}",
+                    f"system {self.system!r} has no role {role!r}",
+                    f"{did_you_mean(role, known)}its roles: {', '.join(known)}",
+                )
+        return self
+
+    def combinations(self) -> list[dict[str, str]]:
+        """Every combination as {role: variant}, the all-baseline one first."""
+        combos: list[dict[str, str]] = [{}]
+        for role, variants in self.roles.items():
+            combos = [{**combo, role: variant} for combo in combos for variant in variants]
+        return combos
+
+    def baseline(self) -> dict[str, str]:
+        return {role: next(iter(variants)) for role, variants in self.roles.items()}
+
+    @staticmethod
+    def label(combination: dict[str, str]) -> str:
+        """The combination's checkpoint name in tables: ``planner=trained, worker=base``."""
+        return ", ".join(f"{role}={variant}" for role, variant in combination.items())
+
+    def checkpoint(self, combination: dict[str, str]) -> Checkpoint:
+        """The combination as a checkpoint: each role bound to its variant's model."""
+        roles = {role: self.roles[role][variant] for role, variant in combination.items()}
+        first_role = next(iter(self.roles))
+        model = self.model or self.roles[first_role][self.baseline()[first_role]]
+        return Checkpoint(name=self.label(combination), model=model, roles=roles)
+
+
+@config_dataclass(frozen=True, error=SuiteError)
 class Settings:
     """Statistics and eval options for the whole suite."""
 
@@ -188,6 +267,10 @@ class Settings:
     """Multiple-comparison correction: ``holm`` (family-wise) or ``bh`` (false discovery rate)."""
     min_effect: StrictFloat = Field(default=0.0, ge=0)
     """Smallest score difference reported as a change."""
+    fail_on: Literal["any", "confirmed"] = "any"
+    """Which regressions make ``mara nightly`` exit 1: ``any``, or only ``confirmed`` ones (an LLM-judged drop that
+    the second grader's verdicts show too, or a drop scored by a deterministic judge). Give LLM-judged tasks a
+    second grader with ``args: {second_grader: MODEL}``."""
     eval: dict[str, Any] = Field(default_factory=dict)
     """``eval_set`` options (``EvalOptions``), only those given."""
 
@@ -211,6 +294,8 @@ class Suite:
     """Checkpoint pairs compared each night."""
     cross_solver: CrossSolver | None = None
     """The MarsRL Table 3 view, if wanted."""
+    role_matrix: RoleMatrix | None = None
+    """Every combination of role variants on one task (which role made the difference), if wanted."""
     settings: Settings = Field(default_factory=Settings)
     """Statistics and eval options."""
     description: StrictStr = ""
@@ -234,6 +319,8 @@ class Suite:
         for i, pair in enumerate(self.comparisons):
             for key in ("candidate", "baseline"):
                 _declared(getattr(pair, key), checkpoints, f"comparisons[{i}].{key}", "checkpoint")
+        if self.role_matrix is not None:
+            _declared(self.role_matrix.task, tasks, "role_matrix.task", "task")
         if self.cross_solver is not None:
             for name in self.cross_solver.checkpoints:
                 _declared(name, checkpoints, "cross_solver.checkpoints", "checkpoint")

@@ -25,7 +25,14 @@ from pydantic import (
     model_validator,
 )
 
-from harness.typed_config import ConfigError, ConfigProblem, config_dataclass, load_yaml, validate
+from harness.typed_config import (
+    ConfigError,
+    ConfigProblem,
+    config_dataclass,
+    did_you_mean,
+    load_yaml,
+    validate,
+)
 from trainer.task_config import GraderConfig, TaskConfig
 
 Dtype = Literal["auto", "float32", "bfloat16"]
@@ -95,6 +102,11 @@ class RolloutConfig:
     (``trainer.segments``); a call that ends within a round goes on at once, an unfinished one continues next round,
     maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4 x 16k). Rollout and
     training then run side by side (``trainer.pipelined``); null: each step rolls out to its end."""
+    frozen_roles: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    """Roles served by a fixed model instead of the policy, never trained: role -> an Inspect model string
+    (``local/<dir>``, ``openai/<model>``, ``openai-api/<service>/<model>`` for an OpenAI-compatible endpoint), e.g.
+    ``{solver: local/Qwen/Qwen3-8B}`` to train MarsRL's Verifier and Corrector against a fixed Solver
+    (``trainer.frozen_roles``)."""
 
 
 @config_dataclass
@@ -326,6 +338,32 @@ class TrainConfig:
         if self.rollout.backend == "vllm":
             raise ConfigProblem(
                 key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _frozen_roles_are_the_systems(self) -> TrainConfig:
+        if not self.rollout.frozen_roles:
+            return self
+        from harness.systems import SYSTEMS
+
+        known = SYSTEMS[self.task.system].roles if self.task.system in SYSTEMS else ()
+        for role in self.rollout.frozen_roles:
+            if role not in known:
+                raise ConfigProblem(
+                    f"rollout.frozen_roles.{role}",
+                    f"system {self.task.system!r} has no role {role!r}",
+                    f"{did_you_mean(role, known)}its roles: {', '.join(known)}",
+                )
+        if set(self.rollout.frozen_roles) == set(known):
+            raise ConfigProblem(
+                "rollout.frozen_roles", "freezes every role, so nothing trains", "leave one out"
+            )
+        if self.rollout.segment_tokens is not None or self.algorithm.marsrl.pipeline:
+            raise ConfigProblem(
+                "rollout.frozen_roles",
+                "runs with the step's own rollout only",
+                "remove rollout.segment_tokens and algorithm.marsrl.pipeline",
             )
         return self
 

@@ -24,6 +24,7 @@ from trainer import role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
 from trainer.estimators import advantage_estimator
+from trainer.frozen_roles import RoutedChat
 from trainer.methods import concatenate, get_method
 from trainer.models import load_models
 from trainer.rollout import PromptOrder, Rollout, seed_step
@@ -100,8 +101,12 @@ class Trainer:
         groups = rewarded_groups(self.method, self.task, self.tokenizer, items, episodes)
         scored = time.perf_counter()
         metrics = reward_metrics(self.dist, concatenate(groups))
+        if isinstance(self.rollout.chat, RoutedChat):
+            metrics.update(self.rollout.chat.take_served())
         metrics.update(episode_metrics(self.dist, self.method, items, episodes, unscored, groups))
-        rows = training_rows(groups, self.method, self.config.algorithm, self.dist)
+        rows = training_rows(
+            groups, self.method, self.config.algorithm, self.dist, self.config.rollout.frozen_roles
+        )
         samples = concatenate(rows.groups)
         if rows.finite:
             metrics.update(self.updater(samples, self.step))  # sets the rows' GRPO / GAE advantages in place

@@ -27,6 +27,7 @@ from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Episode, Toolbox
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.frozen_roles import RoutedChat
 from trainer.methods.base import GroupRollout, Method
 from trainer.models import Models
 from trainer.policy import PolicyChat
@@ -122,6 +123,11 @@ def vllm_generator(
     )
 
 
+def routed(chat: PolicyChat, rollout: RolloutConfig) -> PolicyChat | RoutedChat:
+    """The policy chat, or a ``RoutedChat`` over it when the recipe freezes some roles on other models."""
+    return RoutedChat(chat, rollout.frozen_roles) if rollout.frozen_roles else chat
+
+
 def policy_chat(rollout: RolloutConfig, policy: Any, tokenizer: Any, vllm: Any | None) -> PolicyChat:
     """The live policy as the systems' ``Chat``: transformers generation, or the ``vllm`` engine."""
     sampling = Sampling(max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p)
@@ -143,7 +149,7 @@ class Rollout:
     system: Any
     system_options: dict[str, Any]
     toolbox: Toolbox
-    chat: PolicyChat
+    chat: PolicyChat | RoutedChat
     vllm: Any | None
     """The vLLM engine the chat generates with, synced to the policy before each step's rollout; ``None``."""
     own_rollout: GroupRollout | None
@@ -161,7 +167,7 @@ class Rollout:
             system=system,
             system_options=system_options,
             toolbox=task_toolbox(task, system, tool_settings),
-            chat=policy_chat(config.rollout, models.policy, models.tokenizer, vllm),
+            chat=routed(policy_chat(config.rollout, models.policy, models.tokenizer, vllm), config.rollout),
             vllm=vllm,
             own_rollout=method.rollout(config) if method.rollout is not None else None,
             group_size=config.rollout.group_size,

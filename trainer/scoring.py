@@ -9,7 +9,7 @@ not trained (``algorithm.marsrl.train_agents``) are left out. A non-finite rewar
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,10 +31,11 @@ def rewarded_groups(
     ]
 
 
-def trained_agent(algo: AlgorithmConfig) -> Callable[[Sample], bool]:
-    """Whether a row's agent is trained (``algorithm.marsrl.train_agents``; every agent otherwise)."""
+def trained_agent(algo: AlgorithmConfig, frozen_roles: Collection[str] = ()) -> Callable[[Sample], bool]:
+    """Whether a row's agent is trained: not a frozen role (``rollout.frozen_roles``, served by another model) and
+    among ``algorithm.marsrl.train_agents`` (every agent when unset)."""
     agents = algo.marsrl.train_agents
-    return lambda sample: agents is None or sample.role in agents
+    return lambda sample: sample.role not in frozen_roles and (agents is None or sample.role in agents)
 
 
 @dataclass
@@ -49,10 +50,14 @@ class TrainingRows:
 
 
 def training_rows(
-    groups: list[list[Sample]], method: Method, algo: AlgorithmConfig, dist: Distributed
+    groups: list[list[Sample]],
+    method: Method,
+    algo: AlgorithmConfig,
+    dist: Distributed,
+    frozen_roles: Collection[str] = (),
 ) -> TrainingRows:
     """The rows to train on: zero-variance groups dropped when asked, the method's own advantages when every
-    reward is finite, untrained agents' rows left out."""
+    reward is finite, untrained agents' (and frozen roles') rows left out."""
     if algo.filter_zero_variance:
         groups = [drop_zero_variance(group) for group in groups]
     nonfinite = [s.group_key for group in groups for s in group if not math.isfinite(s.reward)]
@@ -60,7 +65,8 @@ def training_rows(
     if finite and method.advantages is not None:
         norm = GroupNorm.of(algo)  # a question whose every episode went unscored has no rows
         groups = [method.advantages(group, norm) if group else group for group in groups]
-    return TrainingRows([keep_rows(group, trained_agent(algo)) for group in groups], nonfinite, finite)
+    trained = trained_agent(algo, frozen_roles)
+    return TrainingRows([keep_rows(group, trained) for group in groups], nonfinite, finite)
 
 
 def reward_metrics(dist: Distributed, samples: list[Sample]) -> dict[str, float]:

@@ -14,6 +14,7 @@ from harness.datasets import MalformedRowError
 from harness.evaluation import benchmark_task
 from harness.prerequisites import as_prerequisite, one_line_errors
 from harness.providers.local_api import LocalOptions, open_local_model
+from harness.tasks import TASK_PARAMETER_NAMES
 from harness.typed_config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"bogus": 1}, "system 'direct' does not take option(s) bogus; valid options: system_prompt"),
+        ({"bogus": 1}, "unknown -T option(s) bogus; task parameters: system, protocol, judge"),
         (
             {"system": "vc", "acept_after": 2},
-            "system 'vc' does not take option(s) acept_after; did you mean 'accept_after'? valid options: ",
+            "unknown -T option(s) acept_after; did you mean 'accept_after'? task parameters: system,",
         ),
         (
             {"system": "vc", "accept_after": "x"},
@@ -111,7 +112,11 @@ def test_a_gpu_list_given_as_m_device_is_kept_as_text():
             ["-T", "system=vc", "-T", "accept_after=x"],
             "system 'vc' options: accept_after: must be an integer, got 'x'; for example 4 (the default)",
         ),
-        (["-T", "bogus=1"], "system 'direct' does not take option(s) bogus; valid options: system_prompt"),
+        (
+            ["-T", "bogus=1"],
+            f"unknown -T option(s) bogus; task parameters: {', '.join(TASK_PARAMETER_NAMES)}; "
+            "system 'direct' options: system_prompt (mara tasks lists them)",
+        ),
     ],
 )
 def test_inspect_eval_prints_a_configuration_mistake_as_one_line(tmp_path, task_args, line):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 from inspect_ai import eval
@@ -28,7 +29,8 @@ def test_accounting_and_breakdown_columns_reach_the_site(tmp_path):
         str(TASKS_DIR / "hle.py@hle"),
         task_args={"data": "samples", "system": "direct"},
         model=solver,
-        model_roles={"grader": scripted_model(_grade)},
+        # a grader name of this run alone, so no verdict comes from the judges' reply cache (a cached one costs 0)
+        model_roles={"grader": scripted_model(_grade, name=f"mockllm/grader-{uuid.uuid4().hex}")},
         log_dir=str(tmp_path / "logs"),
         display="none",
     )
@@ -36,15 +38,21 @@ def test_accounting_and_breakdown_columns_reach_the_site(tmp_path):
     store.ingest(str(tmp_path / "logs"))
     (run,) = store.runs()  # the unpriced cost (NaN) must not stop the run from being stored
     columns = run_columns(store, run)
-    assert columns.accounting == (
-        1.0,
-        4.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        None,
-    )  # tokens in/out, tools, pages, papers, python, $
+    assert (
+        columns.accounting
+        == (
+            1.0,
+            4.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            None,
+            1.0,
+            21.0,
+            None,
+        )
+    )  # tokens in/out, tools, pages, papers, python, $; the grader's tokens in/out (its 85-character verdict), $
     groups = {b.group: (b.value, b.n, b.unscored) for b in columns.breakdowns}
     assert groups == {
         "category=Biology/Medicine": (1.0, 1, 0),
@@ -56,6 +64,7 @@ def test_accounting_and_breakdown_columns_reach_the_site(tmp_path):
     store.close()
     assert (
         "<th>tokens in</th><th>tokens out</th><th>tool calls</th><th>pages</th><th>papers</th><th>python</th>"
+        "<th>$ / question</th><th>judge tokens in</th><th>judge tokens out</th><th>judge $ / question</th>"
         in index
     )
     assert re.search(r'<td class="cost">1\.0</td><td class="cost">4\.0</td>', index)

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from leaderboards.stats import adjust, bootstrap_drop, mcnemar_drop, paired_drop_test, wilson_interval
+from leaderboards.stats import (
+    adjust,
+    bootstrap_drop,
+    judge_agreement,
+    mcnemar_drop,
+    minimum_detectable_drop,
+    paired_drop_test,
+    wilson_interval,
+)
 
 
 def test_mcnemar_counts_only_discordant_pairs():
@@ -151,3 +159,34 @@ def test_wilson_interval_always_contains_the_proportion(n):
     for successes in (0, n // 3, n):
         low, high = wilson_interval(successes, n)
         assert low <= successes / n <= high
+
+
+def test_judge_agreement_equals_a_hand_count():
+    first = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 0])
+    second = np.array([1, 1, 1, 0, 0, 0, 1, 1, 1, 0])
+    agreement = judge_agreement(first, second)
+    # 7 of 10 agree; each judge says 1 on 5 and 6 of 10: chance = .5*.6 + .5*.4 = .5, kappa = (.7 - .5) / .5 = .4
+    assert (agreement.n, agreement.flips_down, agreement.flips_up) == (10, 1, 2)
+    assert agreement.agreement == pytest.approx(0.7)
+    assert agreement.kappa == pytest.approx(0.4)
+    assert agreement.flip_rate == pytest.approx(0.3)
+    assert (agreement.accuracy_first, agreement.accuracy_second) == (0.5, 0.6)
+
+
+def test_judge_agreement_of_two_constant_judges_has_no_kappa():
+    assert math.isnan(judge_agreement(np.ones(4), np.ones(4)).kappa)
+
+
+def test_minimum_detectable_drop_equals_a_hand_computation():
+    # n = 500, discordance 8%, alpha 0.05 over 6 comparisons: z = 2.3940, z_0.8 = 0.8416, s = sqrt(40) = 6.3246;
+    # k^2 - (2*0.8416*6.3246 + 2.3940^2) k + (0.8416^2 - 2.3940^2) * 40 = 0  ->  k = 24.56 samples, 4.91 points
+    drop = minimum_detectable_drop(500, 0.08, 0.05, comparisons=6)
+    assert drop == pytest.approx(24.56 / 500, abs=2e-4)
+    # the module's power formula at that drop gives the 80% asked for
+    k, s = drop * 500, math.sqrt(500 * 0.08)
+    assert norm.cdf((k - norm.ppf(1 - 0.05 / 6) * math.sqrt(s * s + k)) / s) == pytest.approx(0.8)
+
+
+def test_more_samples_detect_smaller_drops():
+    drops = [minimum_detectable_drop(n, 0.1, 0.05) for n in (100, 400, 1600)]
+    assert drops[0] > drops[1] > drops[2]

@@ -100,6 +100,7 @@ def benchmark_task(
     reducers: str | Sequence[str] | None = None,
     breakdown: str | Sequence[str] | None = None,
     judge_timeout: float | None = None,
+    list_final_stop: bool = False,
     **system_options: Any,
 ) -> Task:
     """An Inspect task evaluating ``system`` on ``benchmark`` under ``protocol`` (see the module docstring)."""
@@ -112,6 +113,12 @@ def benchmark_task(
                 f"judge_timeout={judge_timeout!r}: the {judge_name!r} judge asks no grader model"
             )
         judge_options["timeout"] = judge_timeout
+    if list_final_stop:  # -T list_final_stop=true: our GAIA leniency, off by default (official verdicts)
+        if judge_name != "gaia":
+            raise ValueError(
+                f"list_final_stop=true is an option of the 'gaia' judge; this run's judge is {judge_name!r}"
+            )
+        judge_options["list_final_stop"] = True
     effective_options = _system_options(system, chosen, system_options)
     solver = system_solver(system, **effective_options)
     system_spec = get_system(system)

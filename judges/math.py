@@ -63,23 +63,27 @@ def _boxed_contents(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _clean(answer: str) -> str:
-    return answer.strip().strip("$").strip().rstrip(".").strip()
+def _clean(answer: str, keep_final_stop: bool = False) -> str:
+    unwrapped = answer.strip().strip("$").strip()
+    return unwrapped if keep_final_stop else unwrapped.rstrip(".").strip()
 
 
-def _declared_answers(text: str) -> list[tuple[int, str]]:
+def _declared_answers(text: str, keep_final_stop: bool) -> list[tuple[int, str]]:
     """(position, answer) of every non-empty box, ``<answer>`` tag and ``ANSWER:`` line, in text order."""
     found = _boxed_contents(text)
     for pattern in (_ANSWER_TAG, _ANSWER_LINE):
         found += [(match.start(), match.group(1)) for match in pattern.finditer(text)]
-    return sorted((position, _clean(answer)) for position, answer in found if _clean(answer))
+    cleaned = ((position, _clean(answer, keep_final_stop)) for position, answer in found)
+    return sorted((position, answer) for position, answer in cleaned if answer)
 
 
-def extract_answer(text: str | None) -> str | None:
-    """The final answer stated in ``text``, or ``None`` when it states none (see the module docstring for the rules)."""
+def extract_answer(text: str | None, *, keep_final_stop: bool = False) -> str | None:
+    """The final answer stated in ``text``, or ``None`` when it states none (see the module docstring for the rules).
+
+    ``keep_final_stop`` keeps a full stop ending a declared answer (GAIA's official scorer sees it)."""
     if not text:
         return None
-    declared = _declared_answers(text)
+    declared = _declared_answers(text, keep_final_stop)
     if declared:
         return declared[-1][1]
     phrases = [_clean(answer) for answer in _ANSWER_IS.findall(text) if _clean(answer)]

@@ -309,11 +309,18 @@ def test_mask_protocol_uses_the_mask_lexical_variant(load_task):
         ({"limit": 0}, ValueError, r"limit=0 must be a positive integer"),
         ({"ids": "nope"}, ValueError, r"ids not found in bundled samples aime2025.jsonl: nope"),
         ({"judge": "hle"}, GraderMissingError, r"needs a grader model.*--model-role grader="),
+        ({"list_final_stop": True}, ValueError, r"list_final_stop=true is an option of the 'gaia' judge"),
     ],
 )
 def test_bad_task_options_fail_at_task_creation(load_task, task_args, error, message):
     with pytest.raises(error, match=message):
         load_task("aime.py", "aime2025", **{"data": "samples", **task_args})
+
+
+def test_the_gaia_list_final_stop_leniency_is_off_unless_asked_and_then_recorded(load_task):
+    assert load_task("gaia.py", "gaia", data="samples").metadata["judge_options"] == {}
+    lenient = load_task("gaia.py", "gaia", data="samples", list_final_stop=True)
+    assert lenient.metadata["judge_options"] == {"list_final_stop": True}
 
 
 def _bad_input_cases(tmp_path: Path) -> dict[str, tuple[str, dict, type[Exception], str]]:

@@ -54,6 +54,8 @@ WORKER = "worker"
 ROLES = (PLANNER, WORKER)
 TOOLS = ("search", "browse")
 PLANNER_TOOL = "search_and_browse"
+PLANNER_SERVER = "browsing_agent"
+"""The MCP server the paper's planner prompt lists ``search_and_browse`` under (the parser does not check it)."""
 WORKER_TOOLS = {"google_search": ("search", "q", "query"), "scrape": ("browse", "url", "url")}
 """Worker tool name → (our tool, the paper's argument name, our argument name)."""
 

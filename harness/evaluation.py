@@ -94,6 +94,8 @@ def benchmark_task(
     protocol: str | None = None,
     judge: str | None = None,
     data: str | None = None,
+    data_file: str | None = None,
+    force_data: bool = False,
     ids: str | int | Sequence[str | int] | None = None,
     limit: int | None = None,
     epochs: int | None = None,
@@ -131,7 +133,9 @@ def benchmark_task(
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
     judges.require_grader(judge_name, task_roles, **judge_options)
-    loaded = load_benchmark(spec.name, data=data, ids=ids, limit=limit)
+    loaded = load_benchmark(
+        spec.name, data=data, ids=ids, limit=limit, data_file=data_file, force_data=force_data
+    )
     metadata = {
         "dataset": loaded.provenance,
         "system": system,

@@ -18,6 +18,7 @@ from harness.datasets import (
     load_benchmark,
     loader,
 )
+from harness.datasets.fingerprints import ForeignDataError
 from harness.datasets.specs import _gaia_text_ids
 
 
@@ -306,3 +307,47 @@ def test_a_line_separator_inside_a_jsonl_string_is_not_a_line_break(tmp_path):
     path = write_jsonl(tmp_path / "s.jsonl", [{"id": "1", "question": "a\u2028b", "answer": "c"}])
     path.write_text(path.read_text(encoding="utf-8").replace("\\u2028", "\u2028"), encoding="utf-8")
     assert load_benchmark("frames", data=str(path)).dataset[0].input == "a\u2028b"
+
+
+def test_another_benchmarks_file_is_refused_in_one_line_unless_forced():
+    frames = loader.bundled_samples_path("frames")
+    with pytest.raises(
+        ForeignDataError, match=r"holds frames rows, not hle ones \(its sha256 matches frames's "
+    ):
+        load_benchmark("hle", data=str(frames))
+    forced = load_benchmark("hle", data=str(frames), force_data=True)
+    assert forced.provenance["forced"] is True and forced.provenance["row_count"] > 0
+
+
+def test_an_edited_copy_of_another_benchmarks_file_is_refused_by_its_rows_and_shape(tmp_path):
+    rows = loader.read_rows(loader.bundled_samples_path("frames"))
+    copy = write_jsonl(tmp_path / "mine.jsonl", [{**row, "answer": row["answer"] + "!"} for row in rows])
+    with pytest.raises(ForeignDataError, match=rf"its {len(rows)} rows and row shape matches frames's"):
+        load_benchmark("hle", data=str(copy))
+
+
+def _two_hotpotqa_files(folder: Path) -> None:
+    write_json(folder / "hotpotqa" / "hotpotqa_dev_full_7405.json", [{"question": "q1?", "answer": "a"}] * 3)
+    write_jsonl(folder / "hotpotqa" / "hotpotqa_500.jsonl", [{"idx": 1, "question": "q2?", "answer": "b"}])
+
+
+def test_a_folder_with_several_candidate_files_says_which_it_read_and_a_user_picks_by_name(tmp_path, caplog):
+    _two_hotpotqa_files(tmp_path)
+    preferred = load_benchmark("hotpotqa", data=str(tmp_path))
+    assert preferred.provenance["path"].endswith("hotpotqa_dev_full_7405.json")
+    assert preferred.provenance["other_candidates"] == [str(tmp_path / "hotpotqa" / "hotpotqa_500.jsonl")]
+    assert "hotpotqa: reading" in caplog.text and "pick one with -T data_file=hotpotqa_500" in caplog.text
+    picked = load_benchmark("hotpotqa", data=str(tmp_path), data_file="hotpotqa_500")
+    assert picked.provenance["path"].endswith("hotpotqa_500.jsonl") and picked.provenance["row_count"] == 1
+    with pytest.raises(
+        MissingDataError, match=r"-T data_file=nope: .* choose one of hotpotqa_dev_full_7405, "
+    ):
+        load_benchmark("hotpotqa", data=str(tmp_path), data_file="nope")
+
+
+def test_the_data_folder_from_the_environment_also_says_which_file_it_read(tmp_path, monkeypatch, caplog):
+    _two_hotpotqa_files(tmp_path)
+    monkeypatch.setenv("MARA_DATA_DIR", str(tmp_path))
+    assert load_benchmark("hotpotqa").provenance["path"].endswith("hotpotqa_dev_full_7405.json")
+    assert "pick one with -T data_file=hotpotqa_500" in caplog.text
+    assert load_benchmark("hotpotqa", data_file="hotpotqa_500").provenance["row_count"] == 1

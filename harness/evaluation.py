@@ -79,11 +79,14 @@ def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
     }
 
 
-def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
-    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
+def _system_options(
+    system: str, protocol: Protocol, options: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options;
+    and the names of those the protocol set (its sampling ones yield to a setting the user typed at run time)."""
     accepted = set(get_system(system).options())
     settings = {key: value for key, value in protocol.system_settings.items() if key in accepted}
-    return {**settings, **options}
+    return {**settings, **options}, tuple(sorted(set(settings) - set(options)))
 
 
 @one_line_errors
@@ -121,8 +124,13 @@ def benchmark_task(
                 f"list_final_stop=true is an option of the 'gaia' judge; this run's judge is {judge_name!r}"
             )
         judge_options["list_final_stop"] = True
-    effective_options = _system_options(system, chosen, system_options)
-    solver = system_solver(system, **effective_options)
+    effective_options, from_protocol = _system_options(system, chosen, system_options)
+    solver = system_solver(
+        system,
+        from_protocol=from_protocol,
+        protocol_generate=chosen.generate.model_dump(exclude_none=True),
+        **effective_options,
+    )
     system_spec = get_system(system)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, breakdown)
@@ -140,6 +148,7 @@ def benchmark_task(
         "dataset": loaded.provenance,
         "system": system,
         "system_options": effective_options,
+        "system_options_from_protocol": list(from_protocol),
         "protocol": chosen.summary(),
         "judge": judge_name,
         "judge_options": judge_options,

@@ -3,8 +3,9 @@ another's rows is refused before any sample runs (``-T force_data=true`` loads i
 
 ``known_files.json`` lists, per benchmark, the files we know: the shared data folder's and the bundled samples,
 each by name, sha256, row count and row shape (the first row's keys). A file is another benchmark's when its
-sha256 is that of one of that benchmark's files, or when it has the row shape and the row count of one (an edited
-copy) and of none of this benchmark's. A shape alone decides nothing: the QA sets and the math sets share theirs.
+sha256 is that of one of that benchmark's files, or when it has the row shape and the row count of one of its
+shared data files (an edited copy) and of none of this benchmark's. A shape alone decides nothing (the QA sets
+and the math sets share theirs), nor do the bundled samples' few rows.
 Rewrite the table after adding a file with ``python -m harness.datasets.fingerprints <data folder>``.
 """
 
@@ -36,13 +37,22 @@ class KnownFile:
     sha256: str
     rows: int
     keys: tuple[str, ...]
+    bundled: bool
+    """One of the bundled sample files (a handful of rows: matched by sha256 only)."""
 
 
 @cache
 def known_files() -> tuple[KnownFile, ...]:
     table = json.loads(resources.files("harness.datasets").joinpath(KNOWN_FILES).read_text(encoding="utf-8"))
     return tuple(
-        KnownFile(entry["benchmark"], entry["name"], entry["sha256"], entry["rows"], tuple(entry["keys"]))
+        KnownFile(
+            entry["benchmark"],
+            entry["name"],
+            entry["sha256"],
+            entry["rows"],
+            tuple(entry["keys"]),
+            entry["bundled"],
+        )
         for entry in table
     )
 
@@ -58,7 +68,7 @@ def owner(benchmark: str, sha256: str, rows: int, shape: tuple[str, ...]) -> tup
     for known in files:
         if known.sha256 == sha256:
             return None if known.benchmark == benchmark else (known, "its sha256")
-    alike = [known for known in files if (known.rows, known.keys) == (rows, shape)]
+    alike = [known for known in files if not known.bundled and (known.rows, known.keys) == (rows, shape)]
     if not alike or any(known.benchmark == benchmark for known in alike):
         return None
     return alike[0], f"its {rows} rows and row shape"
@@ -83,11 +93,12 @@ def _table(folder: Path) -> list[dict[str, Any]]:
     entries = []
     for name, spec in BENCHMARKS.items():
         paths = [folder / relative for relative in (*spec.local_files, *spec.train_files)]
-        for path in [*paths, bundled_samples_path(name)]:
+        sample = bundled_samples_path(name)
+        for path in [*paths, sample]:
             if path.is_file():
                 rows = read_rows(path)
                 entry = {"benchmark": name, "name": path.name, "sha256": file_sha256(path), "rows": len(rows)}
-                entries.append(entry | {"keys": row_shape(rows)})
+                entries.append(entry | {"keys": row_shape(rows), "bundled": path == sample})
     return entries
 
 

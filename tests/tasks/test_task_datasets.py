@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 import pyarrow as pa
@@ -320,10 +321,12 @@ def test_another_benchmarks_file_is_refused_in_one_line_unless_forced():
 
 
 def test_an_edited_copy_of_another_benchmarks_file_is_refused_by_its_rows_and_shape(tmp_path):
-    rows = loader.read_rows(loader.bundled_samples_path("frames"))
-    copy = write_jsonl(tmp_path / "mine.jsonl", [{**row, "answer": row["answer"] + "!"} for row in rows])
-    with pytest.raises(ForeignDataError, match=rf"its {len(rows)} rows and row shape matches frames's"):
+    # FRAMES' shared file has 824 {id, question, answer} rows (harness/datasets/known_files.json)
+    rows = [{"id": f"wiki____{i}", "question": f"q{i}?", "answer": "a"} for i in range(824)]
+    copy = write_jsonl(tmp_path / "mine.jsonl", rows)
+    with pytest.raises(ForeignDataError, match=r"its 824 rows and row shape matches frames's frames_824.jsonl"):
         load_benchmark("hle", data=str(copy))
+    assert load_benchmark("hle", data=str(write_jsonl(tmp_path / "few.jsonl", rows[:9]))).provenance["row_count"] == 9
 
 
 def _two_hotpotqa_files(folder: Path) -> None:
@@ -332,6 +335,7 @@ def _two_hotpotqa_files(folder: Path) -> None:
 
 
 def test_a_folder_with_several_candidate_files_says_which_it_read_and_a_user_picks_by_name(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger=loader.__name__)
     _two_hotpotqa_files(tmp_path)
     preferred = load_benchmark("hotpotqa", data=str(tmp_path))
     assert preferred.provenance["path"].endswith("hotpotqa_dev_full_7405.json")
@@ -346,6 +350,7 @@ def test_a_folder_with_several_candidate_files_says_which_it_read_and_a_user_pic
 
 
 def test_the_data_folder_from_the_environment_also_says_which_file_it_read(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.WARNING, logger=loader.__name__)
     _two_hotpotqa_files(tmp_path)
     monkeypatch.setenv("MARA_DATA_DIR", str(tmp_path))
     assert load_benchmark("hotpotqa").provenance["path"].endswith("hotpotqa_dev_full_7405.json")

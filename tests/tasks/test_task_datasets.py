@@ -324,9 +324,14 @@ def test_an_edited_copy_of_another_benchmarks_file_is_refused_by_its_rows_and_sh
     # FRAMES' shared file has 824 {id, question, answer} rows (harness/datasets/known_files.json)
     rows = [{"id": f"wiki____{i}", "question": f"q{i}?", "answer": "a"} for i in range(824)]
     copy = write_jsonl(tmp_path / "mine.jsonl", rows)
-    with pytest.raises(ForeignDataError, match=r"its 824 rows and row shape matches frames's frames_824.jsonl"):
+    with pytest.raises(
+        ForeignDataError, match=r"its 824 rows and row shape matches frames's frames_824.jsonl"
+    ):
         load_benchmark("hle", data=str(copy))
-    assert load_benchmark("hle", data=str(write_jsonl(tmp_path / "few.jsonl", rows[:9]))).provenance["row_count"] == 9
+    assert (
+        load_benchmark("hle", data=str(write_jsonl(tmp_path / "few.jsonl", rows[:9]))).provenance["row_count"]
+        == 9
+    )
 
 
 def _two_hotpotqa_files(folder: Path) -> None:

@@ -120,11 +120,14 @@ def _role_models(roles: tuple[str, ...], task_roles: dict[str, Model] | None) ->
     return {role: str(bound[role]) if role in bound else None for role in roles}
 
 
-def _system_options(system: str, protocol: Protocol, options: dict[str, Any]) -> dict[str, Any]:
-    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options."""
+def _system_options(
+    system: str, protocol: Protocol, options: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options;
+    and the names of those the protocol set (its sampling ones yield to a setting the user typed at run time)."""
     accepted = set(get_system(system).options())
     settings = {key: value for key, value in protocol.system_settings.items() if key in accepted}
-    return {**settings, **options}
+    return {**settings, **options}, tuple(sorted(set(settings) - set(options)))
 
 
 @one_line_errors
@@ -146,11 +149,26 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
                 f"judge_timeout={judge_timeout!r}: the {judge_name!r} judge asks no grader model"
             )
         judge_options["timeout"] = judge_timeout
-    effective_options = _system_options(system, chosen, system_options)
+    if task.list_final_stop:  # -T list_final_stop=true: our GAIA leniency, off by default (official verdicts)
+        if judge_name != "gaia":
+            raise ValueError(
+                f"list_final_stop=true is an option of the 'gaia' judge; this run's judge is {judge_name!r}"
+            )
+        judge_options["list_final_stop"] = True
+    effective_options, from_protocol = _system_options(system, chosen, system_options)
     audit = load_audit(task.audit) if task.audit is not None else None
     if audit is not None and task.ids is not None:
         raise ConfigError("audit: the audit file chooses the samples; drop -T ids=")
-    solver = audited_answers(audit) if audit is not None else system_solver(system, **effective_options)
+    solver = (
+        audited_answers(audit)
+        if audit is not None
+        else system_solver(
+            system,
+            from_protocol=from_protocol,
+            protocol_generate=chosen.generate.model_dump(exclude_none=True),
+            **effective_options,
+        )
+    )
     system_spec = get_system(system)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
@@ -168,11 +186,19 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     if audit is not None:
         scorers.append(human_verdict(audit))
     ids = sorted(audit) if audit is not None else task.ids
-    loaded = load_benchmark(spec.name, data=task.data, ids=ids, limit=task.limit)
+    loaded = load_benchmark(
+        spec.name,
+        data=task.data,
+        ids=ids,
+        limit=task.limit,
+        data_file=task.data_file,
+        force_data=task.force_data,
+    )
     metadata = {
         "dataset": loaded.provenance,
         "system": system,
         "system_options": effective_options,
+        "system_options_from_protocol": list(from_protocol),
         "protocol": chosen.summary(),
         "judge": judge_name,
         "judge_options": judge_options,

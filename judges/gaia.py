@@ -6,10 +6,14 @@
   case-folding (punctuation kept, as in the official scorer).
 - Otherwise strings are compared after removing whitespace and punctuation, case-folded.
 
-Two deliberate differences: a sentence-final full stop of a list answer is ignored on both sides (our answer
-extraction drops it from the prediction, so the gold ``b.c, d.`` would otherwise never match); and the official
-scorer turns an unparsable number into ``inf``, so a gold of ``inf`` would match any text; here an unparsable
-prediction never matches a number.
+One deliberate difference, documented: the official scorer turns an unparsable number into ``inf``, so a gold of
+``inf`` would match any text; here an unparsable prediction never matches a number. Otherwise the default is the
+official scorer's verdict (test vectors from running it: ``tests/judges/vectors/gaia_scorer.json``), so GAIA numbers
+compare with the leaderboard's.
+
+``list_final_stop=True`` is a leniency of ours, off by default: a sentence-final full stop of a list answer is
+ignored on both sides (``" APPLE ,banana , cherry."`` then matches ``apple, banana, cherry``; officially it does
+not).
 """
 
 from __future__ import annotations
@@ -48,19 +52,20 @@ def _element_matches(prediction: str, gold: str) -> bool:
 
 
 def _without_final_stop(text: str) -> str:
-    """``text`` without one sentence-final full stop: answer extraction drops it from predictions, so it is dropped
-    from both sides (the gold ``b.c, d.`` still matches the extracted ``b.c, d``)."""
+    """``text`` without one sentence-final full stop."""
     return text.rstrip().removesuffix(".")
 
 
-def quasi_exact_match(prediction: str | None, gold: str) -> bool:
-    """Whether ``prediction`` matches ``gold`` under GAIA's quasi-exact match (see the module docstring)."""
+def quasi_exact_match(prediction: str | None, gold: str, *, list_final_stop: bool = False) -> bool:
+    """Whether ``prediction`` matches ``gold`` under GAIA's quasi-exact match; ``list_final_stop`` ignores a full
+    stop ending a list answer (a leniency, see the module docstring)."""
     prediction = "None" if prediction is None else prediction
     gold_number = _as_float(gold)
     if gold_number is not None:
         return _normalized_number(prediction) == gold_number
     if _LIST_SEPARATORS.search(gold):
-        gold, prediction = _without_final_stop(gold), _without_final_stop(prediction)
+        if list_final_stop:
+            gold, prediction = _without_final_stop(gold), _without_final_stop(prediction)
         gold_items, predicted_items = _LIST_SEPARATORS.split(gold), _LIST_SEPARATORS.split(prediction)
         return len(gold_items) == len(predicted_items) and all(
             _element_matches(predicted, expected)

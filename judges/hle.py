@@ -16,7 +16,10 @@ the first 100 items count (weight 0.4); for n = 300 the first 200 (two bins, wei
 items no bin is used (the official code prints 0.0 for 100-199 items and crashes below 100); we return None there.
 ``method="all_bins"`` is inspect_evals' HLE ``cerr``: bins of ``min(beta, n)`` items, ``n // beta`` of them, the last
 stretched to absorb the remainder, *every* bin used, each weighted by its size / n (n = 250: bins of 100 and 150).
-Ties in confidence are ordered stably (the official ``np.argsort`` does not promise an order for ties).
+Both sort with numpy's default ``np.argsort`` over the same float64 array as the reference, so items with tied
+confidences fall in the same bins as there; confidences are converted as each reference does (``all_bins``
+truncates a non-integer confidence with ``int()``, as inspect_evals does). Test vectors computed by running both
+references: ``tests/judges/vectors/hle_calibration.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from inspect_ai.model import ResponseSchema
 from inspect_ai.util import json_schema
 from pydantic import BaseModel, ValidationError, field_validator
@@ -198,17 +202,29 @@ def calibration_error(
     n = len(confidences)
     if calibration_undefined_reason(n, method, beta) is not None:
         return None
-    ranked = sorted(zip(confidences, correct, strict=True), key=lambda pair: pair[0])
+    probabilities, outcomes = _reference_arrays(confidences, correct, method)
+    order = np.argsort(probabilities)  # numpy's default kind, as both references: ties land in numpy's order
+    probabilities, outcomes = probabilities[order], outcomes[order]
     if method == "all_bins":
         beta = min(beta, n)
-    bins = [(start, start + beta) for start in range(0, (n // beta) * beta, beta)]
-    bins[-1] = (bins[-1][0], n)  # the last bin absorbs the remainder
+    bins = [[start, start + beta] for start in range(0, (n // beta) * beta, beta)]
+    bins[-1][1] = n  # the last bin absorbs the remainder
     if method == "official":
         bins = bins[:-1]  # ... and the official code then leaves it out
     squared_error = 0.0
     for start, end in bins:
-        members = ranked[start:end]
-        mean_confidence = sum(c for c, _ in members) / len(members) / 100
-        mean_correct = sum(1.0 for _, ok in members if ok) / len(members)
-        squared_error += len(members) / n * (mean_confidence - mean_correct) ** 2
-    return math.sqrt(squared_error)
+        difference = np.abs(np.nanmean(probabilities[start:end]) - np.nanmean(outcomes[start:end]))
+        squared_error += (end - start) / n * np.square(difference)
+    return float(np.sqrt(squared_error))
+
+
+def _reference_arrays(
+    confidences: Sequence[float], correct: Sequence[bool], method: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Confidences (as probabilities) and outcomes with the dtypes and conversion each reference uses: the
+    official ``np.array(confidence) / 100`` over a bool array; inspect_evals ``int(confidence) / 100.0`` (a
+    non-integer confidence is truncated) over 1.0/0.0 floats."""
+    if method == "official":
+        return np.array(confidences) / 100, np.array(correct, dtype=bool)
+    truncated = [int(confidence) / 100.0 for confidence in confidences]
+    return np.array(truncated), np.array([1.0 if ok else 0.0 for ok in correct])

@@ -22,31 +22,38 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from judges.number_words import words_to_int
+
 if TYPE_CHECKING:
     import sympy
 
-_BOXED = "\\boxed"
+_BOXES = re.compile(r"\\(?:boxed|fbox)")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _ANSWER_LINE = re.compile(
     r"^[ \t*#]*(?:final[ \t]+)?answer[ \t*]*:[ \t*]*(.+?)[ \t*]*$", re.IGNORECASE | re.MULTILINE
 )
 _ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(.+?)(?:\.\s|\.?\s*$)", re.IGNORECASE | re.MULTILINE)
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°")
-_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\\,|\\ |\\;|\{,\})\d{3})+$")
-"""Digit groups of three separated by a comma, a thin space ``\\,``, ``\\ ``, ``\\;`` or ``{,}``."""
+_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\\,|\\ |\\;|\{,\}| )\d{3})+$")
+"""Digit groups of three separated by a comma, a thin space ``\\,``, ``\\ ``, ``\\;``, ``{,}`` or a space."""
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _SCIENTIFIC = re.compile(
     r"^([+-]?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([+-]?\d+)\s*\}?$"
 )
+_CLOSING_NUMBER = re.compile(
+    r"(?:^|[.!?:]\s|\n)[^.!?\n]*\b(?:is|are|equals|was|comes\s+to|gives|=)\s*\$?([+-]?\d[\d,]*(?:\.\d+)?)\$?\.?\s*\Z"
+)
+"""A closing sentence stating a number last, without any marker ("Therefore the number of such paths is 460.")."""
 _BARE_ANSWER = re.compile(r"^\$?[^\s$]+\$?\.?$")
 
 
 def _boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(position, contents) of every ``\\boxed{...}`` (balanced braces) and ``\\boxed x`` in ``text``, in order."""
+    """(position, contents) of every ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces) and ``\\boxed x`` in
+    ``text``, in order."""
     found: list[tuple[int, str]] = []
-    start = text.find(_BOXED)
-    while start != -1:
-        i = start + len(_BOXED)
+    box = _BOXES.search(text)
+    while box is not None:
+        start, i = box.start(), box.end()
         if i < len(text) and text[i] == "{":
             depth, j = 0, i
             while j < len(text):
@@ -59,34 +66,52 @@ def _boxed_contents(text: str) -> list[tuple[int, str]]:
             token = re.match(r" +([^\s$]+)", text[i:])
             if token:
                 found.append((start, token.group(1)))
-        start = text.find(_BOXED, i)
+        box = _BOXES.search(text, i)
     return found
 
 
-def _clean(answer: str) -> str:
-    return answer.strip().strip("$").strip().rstrip(".").strip()
+def _clean(answer: str, keep_final_stop: bool = False) -> str:
+    """``answer`` without surrounding white space, ``$`` delimiters and markdown emphasis (``**991**``), and
+    without a closing full stop unless ``keep_final_stop``."""
+    unwrapped = answer.strip().strip("$*_").strip()
+    if not keep_final_stop:
+        unwrapped = unwrapped.rstrip(".").strip().strip("$*_").strip()
+    return unwrapped
 
 
-def _declared_answers(text: str) -> list[tuple[int, str]]:
+def _declared_answers(text: str, keep_final_stop: bool) -> list[tuple[int, str]]:
     """(position, answer) of every non-empty box, ``<answer>`` tag and ``ANSWER:`` line, in text order."""
     found = _boxed_contents(text)
     for pattern in (_ANSWER_TAG, _ANSWER_LINE):
         found += [(match.start(), match.group(1)) for match in pattern.finditer(text)]
-    return sorted((position, _clean(answer)) for position, answer in found if _clean(answer))
+    cleaned = ((position, _clean(answer, keep_final_stop)) for position, answer in found)
+    return sorted((position, answer) for position, answer in cleaned if answer)
 
 
-def extract_answer(text: str | None) -> str | None:
-    """The final answer stated in ``text``, or ``None`` when it states none (see the module docstring for the rules)."""
+def extract_answer(text: str | None, *, keep_final_stop: bool = False) -> str | None:
+    """The final answer stated in ``text``, or ``None`` when it states none (see the module docstring for the rules).
+
+    ``keep_final_stop`` keeps a full stop ending a declared answer (GAIA's official scorer sees it)."""
     if not text:
         return None
-    declared = _declared_answers(text)
+    declared = _declared_answers(text, keep_final_stop)
+    phrases = [(m.start(), _clean(m.group(1))) for m in _ANSWER_IS.finditer(text) if _clean(m.group(1))]
     if declared:
-        return declared[-1][1]
-    phrases = [_clean(answer) for answer in _ANSWER_IS.findall(text) if _clean(answer)]
+        position, answer = declared[-1]
+        retraction = [value for start, value in phrases if start > position and _is_number(value)]
+        return retraction[-1] if retraction else answer
     if phrases:
-        return phrases[-1]
+        return phrases[-1][1]
+    closing = _CLOSING_NUMBER.search(text)
+    if closing:
+        return closing.group(1)
     bare = text.strip()
     return _clean(bare) if _BARE_ANSWER.match(bare) and _clean(bare) else None
+
+
+def _is_number(answer: str) -> bool:
+    """Whether ``answer`` is a number (digits or words): what a retraction after a box must state to win."""
+    return exact_value(answer) is not None
 
 
 def exact_value(answer: str) -> Fraction | None:
@@ -97,6 +122,9 @@ def exact_value(answer: str) -> Fraction | None:
         value = re.sub(r"[^\d+-]", "", value)
     if _INTEGER.match(value):
         return Fraction(int(value))
+    spelled = words_to_int(value)
+    if spelled is not None:
+        return Fraction(spelled)
     scientific = _SCIENTIFIC.match(value)
     if scientific:
         return Fraction(Decimal(scientific.group(1))) * Fraction(10) ** int(scientific.group(2))

@@ -141,20 +141,23 @@ def equivalence_scorer(
 def gaia_scorer(
     answer: str = "final",
     cascade: bool = False,
+    list_final_stop: bool = False,
     attempts: int = DEFAULT_ATTEMPTS,
     cache: bool | CachePolicy = True,
     timeout: float = DEFAULT_TIMEOUT_S,
     grader_role: str = GRADER_ROLE,
 ) -> Scorer:
-    """GAIA's quasi-exact match; with ``cascade=True`` a miss is re-judged by the LLM equivalence judge."""
+    """GAIA's quasi-exact match, the official verdict by default (a declared answer's final full stop kept, as the
+    official scorer sees it); ``list_final_stop=True``: our leniency, a full stop ending a list answer ignored;
+    ``cascade=True``: a miss is re-judged by the LLM equivalence judge."""
     bounds = _grader_options(attempts, cache, timeout, grader_role)
 
     async def score(state: TaskState, target: Target) -> Score:
         response = response_to_judge(state, answer)
         if response is None:
             return _no_response(_verdict_value(False), answer)
-        extracted = math_judge.extract_answer(response) or response.strip()
-        matched = quasi_exact_match(extracted, target.text)
+        extracted = math_judge.extract_answer(response, keep_final_stop=True) or response.strip()
+        matched = quasi_exact_match(extracted, target.text, list_final_stop=list_final_stop)
         if matched or not cascade:
             return Score(
                 value=_verdict_value(matched), answer=extracted, metadata={"judge": "gaia", "by": "qem"}

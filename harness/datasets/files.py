@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +22,58 @@ class MissingDataError(FileNotFoundError):
     """A local path given for a benchmark does not exist or does not hold the benchmark's file."""
 
 
-def find_benchmark_file(spec: BenchmarkSpec, location: Path) -> Path:
-    """The benchmark's file: ``location`` itself, or its preferred file inside the folder ``location``.
+@dataclass(frozen=True)
+class ChosenFile:
+    """The benchmark file a run reads, and the other candidate files the folder held (preference order)."""
 
-    A folder may be the shared data root (``<root>/aime2025/aime2025_test.jsonl``) or the benchmark's own folder.
-    """
+    path: Path
+    others: tuple[Path, ...] = ()
+
+
+def benchmark_files(spec: BenchmarkSpec, folder: Path) -> list[Path]:
+    """The benchmark's files present in ``folder`` (the shared data root or the benchmark's own folder), in the
+    benchmark's preference order."""
+    found: list[Path] = []
+    for relative in spec.local_files:
+        for candidate in (folder / relative, folder / Path(relative).name):
+            if candidate.is_file() and candidate not in found:
+                found.append(candidate)
+                break
+    return found
+
+
+def choose_file(spec: BenchmarkSpec, candidates: list[Path], name: str | None, where: str) -> ChosenFile:
+    """The preferred candidate, or the one named ``name`` (file name or stem, ``-T data_file=``)."""
+    if name is None:
+        return ChosenFile(candidates[0], tuple(candidates[1:]))
+    named = [path for path in candidates if name in (path.name, path.stem)]
+    if not named:
+        choices = ", ".join(path.stem for path in candidates)
+        raise MissingDataError(
+            f"-T data_file={name}: {where} holds no such {spec.name} file; choose one of {choices}"
+        )
+    return ChosenFile(named[0], tuple(path for path in candidates if path != named[0]))
+
+
+def find_benchmark_file(spec: BenchmarkSpec, location: Path, name: str | None = None) -> ChosenFile:
+    """The benchmark's file: ``location`` itself, or its preferred (or ``name``d) file inside the folder."""
     if not location.exists():
         raise MissingDataError(
             f"data path {str(location)!r} does not exist; pass -T data=<file or folder> for {spec.name}"
         )
     if location.is_file():
-        return location
-    for relative in spec.local_files:
-        for candidate in (location / relative, location / Path(relative).name):
-            if candidate.is_file():
-                return candidate
-    raise MissingDataError(
-        f"folder {str(location)!r} holds no {spec.name} file; expected one of {', '.join(spec.local_files)} "
-        f"(relative to the folder), or pass -T data=<file>"
-    )
+        if name is not None:
+            raise MissingDataError(
+                f"-T data_file={name} picks a file in a folder; -T data={location} is a file"
+            )
+        return ChosenFile(location)
+    candidates = benchmark_files(spec, location)
+    if not candidates:
+        raise MissingDataError(
+            f"folder {str(location)!r} holds no {spec.name} file; expected one of {', '.join(spec.local_files)} "
+            f"(relative to the folder), or pass -T data=<file>"
+        )
+    return choose_file(spec, candidates, name, f"folder {str(location)!r}")
 
 
 def read_rows(path: Path) -> list[Any]:

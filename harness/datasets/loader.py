@@ -10,6 +10,7 @@ or file sha256, the subset picked, the row counts, and a sha256 of the id list.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,16 @@ from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from harness.datasets.files import MissingDataError, file_sha256, find_benchmark_file, read_rows
+from harness.datasets.files import (
+    ChosenFile,
+    MissingDataError,
+    benchmark_files,
+    choose_file,
+    file_sha256,
+    find_benchmark_file,
+    read_rows,
+)
+from harness.datasets.fingerprints import check_belongs
 from harness.datasets.formats import MalformedRowError, detect_format, record_to_sample, row_source
 from harness.datasets.hub import hub_rows, resolved_revision
 from harness.datasets.specs import (
@@ -31,6 +41,8 @@ from harness.datasets.specs import (
 )
 from harness.invocation import user_path
 from harness.prompts import fill, load_prompt
+
+logger = logging.getLogger(__name__)
 
 SAMPLES = "samples"
 """``data="samples"``: the small bundled sample file of the benchmark."""
@@ -160,15 +172,29 @@ def data_dir() -> Path | None:
     return root
 
 
-def _local_location(spec: BenchmarkSpec, data: str | None) -> Path | None:
+def _local_location(spec: BenchmarkSpec, data: str | None, data_file: str | None) -> ChosenFile | None:
     if data is not None and data != SAMPLES:
-        return find_benchmark_file(spec, user_path(data))
+        return find_benchmark_file(spec, user_path(data), data_file)
     root = data_dir() if data is None else None
-    if root is not None:
-        for relative in spec.local_files:
-            if (root / relative).is_file():
-                return root / relative
+    candidates = benchmark_files(spec, root) if root is not None else []
+    if candidates:
+        return choose_file(spec, candidates, data_file, f"{DATA_DIR_ENV}={root}")
+    if data_file is not None:
+        raise MissingDataError(
+            f"-T data_file={data_file} picks one of a data folder's files; give the folder with -T data=<folder> "
+            f"or {DATA_DIR_ENV}"
+        )
     return None
+
+
+def _say_which_file(spec: BenchmarkSpec, chosen: ChosenFile) -> None:
+    """One console line when a folder held several candidate files: which one is read, and how to pick another."""
+    if chosen.others:
+        others = ", ".join(path.name for path in chosen.others)
+        logger.warning(
+            f"{spec.name}: reading {chosen.path} (the folder also holds {others}; "
+            f"pick one with -T data_file={chosen.others[0].stem})"
+        )
 
 
 def _select(samples: list[Sample], wanted: list[str] | None, limit: int | None, origin: str) -> list[Sample]:
@@ -201,15 +227,27 @@ def load_benchmark(
     ids: str | int | Sequence[str | int] | None = None,
     limit: int | None = None,
     split: str | None = None,
+    data_file: str | None = None,
+    force_data: bool = False,
 ) -> LoadedBenchmark:
     """The benchmark's samples (see the module docstring for the loader order) and their provenance; ``split``
-    ``"train"`` reads its training split (``BenchmarkSpec.for_split``), ``None`` the evaluation split."""
+    ``"train"`` reads its training split (``BenchmarkSpec.for_split``), ``None`` the evaluation split.
+    ``data_file`` picks one of a data folder's candidate files by name; a local file holding another benchmark's
+    rows is refused unless ``force_data`` (``harness.datasets.fingerprints``)."""
     spec = get_benchmark(benchmark).for_split(split)
     wanted = parse_ids(ids)
-    location = _local_location(spec, data)
-    if location is not None:
-        origin, rows = str(location), read_rows(location)
-        source: dict[str, Any] = {"source": "local", "path": origin, "sha256": file_sha256(location)}
+    chosen = _local_location(spec, data, data_file)
+    if chosen is not None:
+        origin, rows, sha256 = str(chosen.path), read_rows(chosen.path), file_sha256(chosen.path)
+        check_belongs(spec.name, chosen.path, rows, sha256, force_data)
+        _say_which_file(spec, chosen)
+        source: dict[str, Any] = {
+            "source": "local",
+            "path": origin,
+            "sha256": sha256,
+            "other_candidates": [str(path) for path in chosen.others],
+            "forced": force_data,
+        }
     elif data == SAMPLES:
         path = bundled_samples_path(spec.name)
         origin, rows = f"bundled samples {path.name}", read_rows(path)

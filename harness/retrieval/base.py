@@ -58,7 +58,9 @@ class RetrievalIndex(ABC):
                 continue
             passage_id, contents = self.passages.row(row)
             title, text = split_contents(contents)
-            found.append(Passage(id=passage_id, title=title, text=text, score=float(score)))
+            found.append(
+                Passage(id=passage_id, title=title, text=text, score=float(score), contents=contents)
+            )
         return found
 
     @abstractmethod

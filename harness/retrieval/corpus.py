@@ -26,6 +26,8 @@ class Passage:
     text: str
     score: float
     """Retrieval score: inner product of normalised embeddings (dense) or BM25 score; higher is better."""
+    contents: str = ""
+    """The corpus row's ``contents`` verbatim (title line included), as M-ASK hands a passage to its agents."""
 
 
 def split_contents(contents: str) -> tuple[str, str]:

@@ -5,7 +5,8 @@ harness (as an Inspect solver, ``system_solver``) and by the trainer (calling ``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,12 +16,15 @@ from harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
 from harness.prompts import fill
 from harness.systems import direct, mars, mask, matpo, react, vc
 from harness.systems.accounting import record_account
-from harness.systems.inspect_adapter import InspectChat, store_episode
+from harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
 from harness.systems.options import check_options, option_names
 from harness.systems.types import Chat, Episode, Toolbox
 from harness.tools.settings import ToolSettings
 from harness.typed_config import ConfigError, did_you_mean
+from judges.inspect_compat import active_generate_config
 from judges.named import lookup
+
+logger = logging.getLogger(__name__)
 
 SystemRun = Callable[..., Awaitable[Episode]]
 """``async def run(question, chat, toolbox, **options) -> Episode``."""
@@ -40,6 +44,8 @@ class SystemSpec:
     """Named answers the system stores besides the final one (each gets its own score column)."""
     helper_tools: tuple[str, ...] = ()
     """Tools the system calls itself, never offered to its agents (MARS reads result pages with ``browse``)."""
+    sampling_options: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Options that set one role's generation setting: option -> (role, ``GenerateConfig`` field)."""
 
     def options(self) -> list[str]:
         """Option names the system's ``run`` accepts, plus its tool settings (and ``tools`` when it has any)."""
@@ -105,6 +111,7 @@ register(
         tools=mars.TOOLS,
         tool_settings=TOOL_SETTINGS,
         helper_tools=mars.HELPER_TOOLS,
+        sampling_options=mars.SAMPLING_OPTIONS,
     )
 )
 register(SystemSpec(name="vc", run=vc.run, roles=vc.ROLES, answers=("solver",)))
@@ -169,26 +176,68 @@ def sample_question(
     return question
 
 
+def yielding_to_typed(
+    spec: SystemSpec,
+    options: dict[str, Any],
+    from_protocol: tuple[str, ...],
+    protocol_generate: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``options`` without the protocol-set sampling options whose generation setting the user typed (e.g.
+    ``--max-tokens``: the run's generate config differs from the protocol's), and a note per option dropped.
+
+    A value the user typed always wins over a protocol's; one typed as a system option (``-T s2_max_tokens=``)
+    is the user's too and stays."""
+    active = active_generate_config()
+    kept, notes = dict(options), {}
+    for option, (role, setting) in spec.sampling_options.items():
+        typed = getattr(active, setting, None)
+        if (
+            option in from_protocol
+            and option in kept
+            and typed is not None
+            and typed != protocol_generate.get(setting)
+        ):
+            notes[option] = (
+                f"{role} {setting}: {typed} as typed, not the protocol's {option}={kept.pop(option)}"
+            )
+    return kept, notes
+
+
 @solver
-def system_solver(system: str = "direct", **options: Any) -> Solver:
+def system_solver(
+    system: str = "direct",
+    from_protocol: tuple[str, ...] = (),
+    protocol_generate: dict[str, Any] | None = None,
+    **options: Any,
+) -> Solver:
     """An Inspect solver running ``system`` on the sample's input; option errors are raised here, before samples run.
 
     A system taking a ``system_prompt`` gets the sample's answer-format instruction (sample metadata
     ``instruction``, set by the benchmark loader) unless the user gave one, and then the question in the
     benchmark's user template when it has one (FlashRAG's ``Question: {question}`` for the QA sets). The
-    sample gets the Episode (``inspect_adapter.store_episode``) and its ``accounting`` score (what it cost).
+    sample gets the Episode (``inspect_adapter.store_episode``), the generation settings each role's calls were
+    sent with, and its ``accounting`` score (what it cost). ``from_protocol`` names the options a protocol set
+    (not the user); its sampling options yield to a setting the user typed (``yielding_to_typed``), said once on
+    the console.
     """
     spec = get_system(system)
     system_options, tool_settings = spec.split_options(options)
     toolbox = build_toolbox(spec, tool_settings)
     counted_tools = [*spec.tools, *spec.helper_tools]
+    said: set[str] = set()
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:  # noqa: ARG001
         chat = InspectChat(spans=len(spec.roles) > 1)
-        options = sample_options(spec, system_options, state.metadata)
-        question = sample_question(spec, system_options, state.metadata, state.input_text)
+        run_options, notes = yielding_to_typed(spec, system_options, from_protocol, protocol_generate or {})
+        for option, note in notes.items():
+            if option not in said:
+                said.add(option)
+                logger.warning(f"{system}: {note} (a protocol setting never overrides what you typed)")
+        options = sample_options(spec, run_options, state.metadata)
+        question = sample_question(spec, run_options, state.metadata, state.input_text)
         episode = await spec.run(question, chat, toolbox, **options)
         store_episode(state, episode)
+        record_generation(state, chat)
         record_account(state, episode, spec.roles, counted_tools)
         return state
 

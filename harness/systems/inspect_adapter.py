@@ -96,6 +96,8 @@ class InspectChat:
     def __init__(self, roles: dict[str, Model] | None = None, *, spans: bool = True):
         self._models: dict[str, Model] = dict(roles or {})
         self._spans = spans
+        self.sent: dict[str, list[dict[str, Any]]] = {}
+        """Per role, each distinct set of generation settings its calls were sent with (in order)."""
 
     def model_for(self, role: str) -> Model:
         if role not in self._models:
@@ -110,9 +112,21 @@ class InspectChat:
         model = self.model_for(role)
         protocol = active_generate_config().model_dump(include=set(_SAMPLING_FIELDS), exclude_none=True)
         config = GenerateConfig(**{**protocol, **sampling})
+        settings = config.model_dump(include=set(_SAMPLING_FIELDS), exclude_none=True)
+        if settings not in self.sent.setdefault(role, []):
+            self.sent[role].append(settings)
         async with span(name=role, type="agent") if self._spans else contextlib.nullcontext():
             output = await model.generate(to_inspect_messages(messages), config=config)
         return reply_from_output(output)
+
+
+GENERATION_KEY = "generation_by_role"
+"""Store key of the generation settings each role's calls were sent with (``InspectChat.sent``)."""
+
+
+def record_generation(state: TaskState, chat: InspectChat) -> None:
+    """Put on the sample the generation settings each role's calls were actually sent with."""
+    state.store.set(GENERATION_KEY, chat.sent)
 
 
 def stored_episode(store: Store | Mapping[str, Any]) -> Episode | None:

@@ -51,6 +51,8 @@ PAGE_TOOLS = ("search", "scholar")
 """Tools whose results' pages System 1 reads."""
 READER = "browse"
 HELPER_TOOLS = (READER,)
+SAMPLING_OPTIONS = {"s1_max_tokens": (SYSTEM1, "max_tokens"), "s2_max_tokens": (SYSTEM2, "max_tokens")}
+"""Options that set one role's generation setting: option -> (role, ``GenerateConfig`` field)."""
 """Tools MARS calls itself (to read pages), never offered to System 2."""
 
 PAGE_SEPARATOR = "\n\n"

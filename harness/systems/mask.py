@@ -40,6 +40,7 @@ from harness.systems.types import (
     Toolbox,
     UpdateOutcome,
 )
+from harness.tools.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"
 ROLES = (PLAN, SEARCH, SUMMARY, UPDATE, ANSWER)
@@ -145,6 +146,16 @@ def parse_update(text: str, steps: int) -> tuple[str, int | None]:
     if _ADD.search(reply) and not update:
         return "add", None
     return "invalid", None
+
+
+def docs_text(output: str) -> str:
+    """Retrieved documents as M-ASK's code hands them to its summary agent: one ``Doc<i>: <passage>`` line per
+    passage (the corpus ``contents`` verbatim), joined by newlines (``SummaryAgent._build_messages``). Output with
+    no separate documents (a tool error) is passed on as it is."""
+    if not isinstance(output, ToolText):
+        return output
+    documents = output.contents or output.documents
+    return "\n".join(f"Doc{number}: {document}" for number, document in enumerate(documents, start=1))
 
 
 def _messages(prompts: PromptSet, role: str, values: dict[str, str], example: str) -> list[dict[str, str]]:
@@ -268,7 +279,7 @@ async def run(
         retrieved = await recorder.tool("retrieve", call=search.id, turn=turn, query=query)
         documents = retrieved.output if retrieved.error is None else f"Tool error: {retrieved.error}"
         if kma:
-            summary, evidence = await agents.summarise(query, documents, search.id, turn)
+            summary, evidence = await agents.summarise(query, docs_text(documents), search.id, turn)
             agents.history.append((query, evidence))
             latest = await agents.update(query, evidence, summary.id, turn)
         else:

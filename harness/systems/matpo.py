@@ -54,6 +54,8 @@ WORKER = "worker"
 ROLES = (PLANNER, WORKER)
 TOOLS = ("search", "browse")
 PLANNER_TOOL = "search_and_browse"
+PLANNER_SERVER = "browsing_agent"
+"""The MCP server the paper's planner prompt lists ``search_and_browse`` under (the parser does not check it)."""
 WORKER_TOOLS = {"google_search": ("search", "q", "query"), "scrape": ("browse", "url", "url")}
 """Worker tool name → (our tool, the paper's argument name, our argument name)."""
 
@@ -78,6 +80,28 @@ class PromptSet:
     def named(cls, prefix: str) -> PromptSet:
         """The set whose files are ``<prefix>_<prompt>.txt``."""
         return cls(*(f"{prefix}_{field.name}" for field in fields(cls)))
+
+    def planner_summary_prompt(self, main_query: str, failed: bool) -> str:
+        """The planner's final summary request (MATPO's main-agent ``generate_agent_summarize_prompt``)."""
+        return fill(
+            load_prompt(self.planner_summary),
+            {"task_description": main_query, "failed_instruction": self._failed(self.planner_failed, failed)},
+        )
+
+    def worker_summary_prompt(self, main_query: str, subtask: str, failed: bool) -> str:
+        """A worker's final summary request (MATPO's browsing-agent ``generate_agent_summarize_prompt``)."""
+        return fill(
+            load_prompt(self.worker_summary),
+            {
+                "main_query": main_query,
+                "task_description": subtask,
+                "failed_instruction": self._failed(self.worker_failed, failed),
+            },
+        )
+
+    @staticmethod
+    def _failed(name: str, failed: bool) -> str:
+        return load_prompt(name).strip() if failed else ""
 
 
 PROMPT_SETS: dict[str, PromptSet] = {
@@ -190,11 +214,7 @@ async def _worker(
     last_reply = ""
 
     def summary_prompt(failed: bool) -> str:
-        instruction = load_prompt(settings.prompts.worker_failed).strip() if failed else ""
-        return fill(
-            load_prompt(settings.prompts.worker_summary),
-            {"main_query": main_query, "task_description": subtask, "failed_instruction": instruction},
-        )
+        return settings.prompts.worker_summary_prompt(main_query, subtask, failed)
 
     for _ in range(settings.max_turns):
         call = await recorder.ask(
@@ -283,10 +303,7 @@ async def run(
         else:
             response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
         messages = [*messages, _tool_response(response)]
-    final_prompt = fill(
-        load_prompt(chosen.planner_summary),
-        {"task_description": main_query, "failed_instruction": load_prompt(chosen.planner_failed).strip()},
-    )
+    final_prompt = chosen.planner_summary_prompt(main_query, failed=True)
     call = await recorder.ask(
         PLANNER,
         [*messages, _user(final_prompt)],

@@ -4,9 +4,15 @@ Corrector → Verifier → ... until a candidate passes ``accept_after`` consecu
 Faithful to the public inference code: only the text after ``</think>`` is handed on; the Solver gets the bare problem
 (no system prompt) and is retried when truncated; the Corrector continues the Solver's conversation with the bug
 report; a truncated Corrector ends the loop; at most ``max_iterations`` verify(/correct) iterations follow the first
-verification. Two deliberate fixes: the verdict is parsed strictly (``parse_verdict``: "Incorrect" is not
-"Correct"), and when nothing is accepted the final answer is the candidate the Verifier passed most often (the
-paper's rule; the latest such candidate on ties, the latest candidate if none ever passed) instead of nothing.
+verification. Three deliberate differences from the released code:
+
+1. the verdict is parsed strictly (``parse_verdict``): only exactly "Correct" passes, where the released code
+   passes any verdict containing "correct" ("Incorrect", "Partially correct");
+2. when nothing is accepted the final answer is the candidate the Verifier passed most often (the paper's rule; the
+   latest such candidate on ties, the latest candidate if none ever passed) instead of nothing;
+3. the Corrector receives the Verifier's findings (the report up to its Correctness field, as the paper describes),
+   where the released code cuts at the literal ``**Correctness**`` that its own format never writes and so mostly
+   sends an empty bug report; ``bug_report="released"`` (``-T bug_report=released``) reproduces the released cut.
 
 The Verifier's prompt is the paper's verbatim one by default (``verifier_prompt="paper"``); ``"compact"`` is a short
 prompt of ours for tiny offline models (``vc_verifier_compact.txt``), same output format, the judged solution last.
@@ -55,27 +61,41 @@ _VERIFIER_PROMPT_FILES: dict[str, tuple[str | None, str]] = {
 """Per ``VerifierPrompt``: its system prompt file (``None``: no system message) and its user template file."""
 
 _VERDICT_FIELD = re.compile(r"\bcorrectness\b", re.IGNORECASE)
-_VERDICT_WORD = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.IGNORECASE)
+_FIELD_MARKUP = " \t\r\n*_`:"
+_FAILING_VERDICTS = frozenset({"wrong", "incorrect", "not correct"})
+RELEASED_FIELD = "**Correctness**"
+"""The literal the released code cuts a report at for its bug report (``extract_detailed_solution``)."""
+
+BugReport = Literal["findings", "released"]
+"""What the Corrector receives: ``findings``, the report up to its last Correctness field (ours, the default, what
+the paper describes: the Verifier's findings); ``released``, the released code's cut, the text before the literal
+``**Correctness**`` and nothing when the report lacks it (its own format writes ``**Correctness:** Wrong``, so the
+released Corrector mostly receives an empty bug report)."""
 
 
 def parse_verdict(report: str) -> bool | None:
     """``True`` for Correct, ``False`` for Wrong, ``None`` when unparsable (which never counts as a pass).
 
-    The verdict is the last verdict word after the report's last "Correctness" field (the whole word, so
-    "incorrectness" in the findings is no field); whole words only, so "Incorrect" and "not correct" are failures,
-    never passes.
+    The verdict is the value of the report's last "Correctness" field (the whole word, so "incorrectness" in the
+    findings is no field): its first line, markup and a closing full stop stripped. Only exactly "Correct" passes;
+    "Wrong", "Incorrect" and "Not correct" fail; anything else -- a hedge such as "Partially correct" or "Wrong, but
+    the final answer is correct" -- is unparsable, so it never passes either.
     """
     fields = list(_VERDICT_FIELD.finditer(report))
     if not fields:
         return None
-    words = _VERDICT_WORD.findall(report[fields[-1].end() :])
-    if not words:
-        return None
-    return words[-1].lower() == "correct"
+    value = report[fields[-1].end() :].lstrip(_FIELD_MARKUP).split("\n", 1)[0]
+    verdict = " ".join(value.rstrip(_FIELD_MARKUP + ".!").lower().split())
+    if verdict == "correct":
+        return True
+    return False if verdict in _FAILING_VERDICTS else None
 
 
-def bug_report(report: str) -> str:
-    """The part of a verification report the Corrector sees: everything before the last "Correctness" field."""
+def bug_report(report: str, cut: BugReport = "findings") -> str:
+    """The part of a verification report the Corrector sees (``BugReport``)."""
+    if cut == "released":
+        at = report.find(RELEASED_FIELD)
+        return "" if at == -1 else report[:at].strip()
     fields = list(_VERDICT_FIELD.finditer(report))
     return report[: fields[-1].start()].rstrip(" *\n") if fields else report.strip()
 
@@ -117,9 +137,11 @@ async def ask_verifier(
     return call
 
 
-async def ask_corrector(recorder: EpisodeRecorder, report: ModelCall, turn: int) -> ModelCall:
+async def ask_corrector(
+    recorder: EpisodeRecorder, report: ModelCall, turn: int, cut: BugReport = "findings"
+) -> ModelCall:
     """One Corrector call revising the solution ``report`` (a Verifier call) judged: it continues that solution's
-    conversation (the problem, the solution as an assistant turn) with the report's bug report."""
+    conversation (the problem, the solution as an assistant turn) with the report's bug report (``cut``)."""
     solution = recorder.episode.calls[VerifierOutcome.of(report.meta).candidate]
     messages = [
         {"role": "user", "content": recorder.episode.question},
@@ -127,7 +149,8 @@ async def ask_corrector(recorder: EpisodeRecorder, report: ModelCall, turn: int)
         {
             "role": "user",
             "content": fill(
-                load_prompt("vc_correction"), {"bug_report": bug_report(strip_thinking(report.reply.text))}
+                load_prompt("vc_correction"),
+                {"bug_report": bug_report(strip_thinking(report.reply.text), cut)},
             ),
         },
     ]
@@ -173,6 +196,7 @@ async def run(
     max_iterations: NonNegative = 10,
     solver_attempts: AtLeastOne = 3,
     verifier_prompt: VerifierPrompt = "paper",
+    bug_report: BugReport = "findings",
 ) -> Episode:
     """One V-C run; ``final_answer`` is the accepted (or fallback) solution, ``answers["solver"]`` the first one.
 
@@ -192,7 +216,7 @@ async def run(
     while streak < accept_after and iterations < max_iterations:
         iterations += 1
         if not passed:
-            corrected = await ask_corrector(recorder, report, turn=iterations)
+            corrected = await ask_corrector(recorder, report, turn=iterations, cut=bug_report)
             if corrected.reply.finish_reason == "length":
                 outcome = "corrector_truncated"
                 break

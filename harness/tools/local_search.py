@@ -11,4 +11,7 @@ from harness.tools.output import Hit
 
 async def corpus_search(query: str, *, index: RetrievalIndex, k: int) -> list[Hit]:
     passages = await asyncio.to_thread(index.search, query, k)
-    return [Hit(title=passage.title, source=passage.id, text=passage.text) for passage in passages]
+    return [
+        Hit(title=passage.title, source=passage.id, text=passage.text, contents=passage.contents)
+        for passage in passages
+    ]

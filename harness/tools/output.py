@@ -19,13 +19,23 @@ class ToolText(str):
     documents: tuple[str, ...]
     sources: tuple[str, ...]
     """``sources[i]`` is the URL or corpus id of ``documents[i]`` (empty when the tool has no per-document source)."""
+    contents: tuple[str, ...]
+    """``contents[i]``: ``documents[i]`` as its corpus stores it (local corpus passages only; else empty)."""
 
-    def __new__(cls, text: str, documents: Iterable[str] = (), sources: Iterable[str] = ()) -> ToolText:
+    def __new__(
+        cls,
+        text: str,
+        documents: Iterable[str] = (),
+        sources: Iterable[str] = (),
+        contents: Iterable[str] = (),
+    ) -> ToolText:
         output = super().__new__(cls, text)
         output.documents = tuple(documents)
         output.sources = tuple(sources)
-        if output.sources and len(output.sources) != len(output.documents):
-            raise ValueError(f"{len(output.sources)} sources for {len(output.documents)} documents")
+        output.contents = tuple(contents)
+        for name, values in (("sources", output.sources), ("contents", output.contents)):
+            if values and len(values) != len(output.documents):
+                raise ValueError(f"{len(values)} {name} for {len(output.documents)} documents")
         return output
 
 
@@ -47,6 +57,8 @@ class Hit:
     """Snippet, abstract or passage text."""
     details: str = ""
     """One extra line, e.g. ``authors · year · venue · cited by N``."""
+    contents: str = ""
+    """A local corpus passage as its corpus stores it (``Passage.contents``); empty for other hits."""
 
     def render(self, number: int) -> str:
         label = "URL" if "://" in self.source else "ID"
@@ -65,7 +77,7 @@ class QueryResult:
 
 def render_results(results: Sequence[QueryResult]) -> ToolText:
     """Numbered results under one header per query; hits are numbered across the whole call."""
-    sections, documents, sources = [], [], []
+    sections, documents, sources, contents = [], [], [], []
     for result in results:
         lines = [f'Results for "{result.query}":']
         if result.error:
@@ -75,6 +87,8 @@ def render_results(results: Sequence[QueryResult]) -> ToolText:
         for hit in result.hits:
             documents.append(hit.render(len(documents) + 1))
             sources.append(hit.source)
+            contents.append(hit.contents)
             lines.append(documents[-1])
         sections.append("\n\n".join(lines))
-    return ToolText("\n\n".join(sections), documents, sources)
+    stored = contents if any(contents) else ()
+    return ToolText("\n\n".join(sections), documents, sources, stored)

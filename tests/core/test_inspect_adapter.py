@@ -32,7 +32,9 @@ def test_direct_system_stores_episode_and_answer(tmp_path):
     assert [call.role for call in episode.calls] == ["solver"]
     assert episode.calls[0].messages == [{"role": "user", "content": "What is 1 + 1?"}]
     assert episode.final_answer == sample.output.completion == "The answer is 2."
-    assert set(sample.store) == {"episode"}  # the final answer is stored once, in the Episode
+    # the final answer is stored once, in the Episode; beside it, the settings each role's calls were sent with
+    assert set(sample.store) == {"episode", "generation_by_role"}
+    assert sample.store["generation_by_role"] == {"solver": [{}]}  # nothing set: the model's own defaults
     # the conversation ends with the output's own message (same id), as generate() leaves it
     assert sample.messages[-1] == sample.output.message
 

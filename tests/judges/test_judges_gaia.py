@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from judges.gaia import quasi_exact_match
@@ -45,7 +48,24 @@ def test_missing_prediction_reads_as_the_text_none():
     assert quasi_exact_match(None, "None")
 
 
-def test_a_list_gold_ending_in_a_full_stop_matches_the_extracted_answer():
-    assert quasi_exact_match(extract_answer("FINAL ANSWER: b.c, d."), "b.c, d.")
+def test_a_list_gold_ending_in_a_full_stop_matches_the_answer_extracted_for_gaia():
+    assert quasi_exact_match(extract_answer("FINAL ANSWER: b.c, d.", keep_final_stop=True), "b.c, d.")
     assert quasi_exact_match("b.c, d.", "b.c, d.")
     assert not quasi_exact_match("b.c, e", "b.c, d.")
+
+
+_OFFICIAL = json.loads((Path(__file__).parent / "vectors" / "gaia_scorer.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", _OFFICIAL, ids=lambda case: f"{case['prediction']!r}~{case['gold']!r}")
+def test_the_default_verdict_is_the_official_scorers(case):
+    # computed by running GAIA's official question_scorer (see the file's "source"); the one documented difference:
+    # a gold of "inf" officially matches any unparsable prediction
+    expected = case["official"] and not (case["gold"] == "inf" and case["prediction"] != "inf")
+    assert quasi_exact_match(case["prediction"], case["gold"]) is expected
+
+
+def test_the_list_final_stop_leniency_is_a_switch_off_by_default():
+    prediction, gold = " APPLE ,banana , cherry.", "apple, banana, cherry"
+    assert not quasi_exact_match(prediction, gold)  # the official verdict
+    assert quasi_exact_match(prediction, gold, list_final_stop=True)

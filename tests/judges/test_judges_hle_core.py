@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
 from judges.hle import (
+    DEFAULT_BIN_SIZE,
     RESPONSE_SCHEMA,
     calibration_error,
     calibration_undefined_reason,
@@ -229,3 +231,14 @@ def test_text_reply_with_a_clear_verdict_and_no_usable_confidence_is_scored():
         verdict = parse_verdict(reply)
         assert (verdict.correct, verdict.confidence) == (True, None)
     assert parse_verdict("correct: no\nconfidence: 150").confidence == 150.0
+
+
+_REFERENCE_VECTORS = json.loads((Path(__file__).parent / "vectors" / "hle_calibration.json").read_text())
+
+
+@pytest.mark.parametrize("case", _REFERENCE_VECTORS["cases"], ids=lambda case: f"n{len(case['confidence'])}")
+def test_calibration_equals_each_reference_bit_for_bit_ties_included(case):
+    # computed by running the official calib_err and inspect_evals' cerr (see the file's "source")
+    assert calibration_error(case["confidence"], case["correct"], method="all_bins") == case["all_bins"]
+    if len(case["confidence"]) >= 2 * DEFAULT_BIN_SIZE:  # below that the official number is undefined here
+        assert calibration_error(case["confidence"], case["correct"]) == case["official"]

@@ -337,6 +337,18 @@ def test_gaia_scorer_cascades_only_on_a_quasi_exact_miss(tmp_path):
     assert _scores(cascaded, "gaia")["b"].metadata["by"] == "equivalence"
 
 
+def test_gaia_scorer_gives_the_official_verdict_unless_the_leniency_is_switched_on(tmp_path):
+    samples = [
+        Sample(id="a", input="qa", target="apple, banana, cherry"),
+        Sample(id="b", input="qb", target="b.c, d."),
+    ]
+    answers = {"qa": "FINAL ANSWER:  APPLE ,banana , cherry.", "qb": "FINAL ANSWER: b.c, d."}
+    official = _scores(_run(get_judge("gaia"), samples, answers, tmp_path), "gaia")
+    assert (official["a"].value["correct"], official["b"].value["correct"]) == (0.0, 1.0)
+    lenient = _scores(_run(get_judge("gaia", list_final_stop=True), samples, answers, tmp_path), "gaia")
+    assert (lenient["a"].value["correct"], lenient["b"].value["correct"]) == (1.0, 1.0)
+
+
 def test_registry():
     assert set(JUDGES) == {"hle", "simpleqa", "equivalence", "math", "lexical", "gaia"}
     assert [name for name in JUDGES if is_llm_judge(name)] == ["hle", "simpleqa", "equivalence"]

@@ -2,9 +2,14 @@
 the released code's prompts by default, the appendix's behind ``prompts="appendix"``, our compact ones behind
 ``prompts="compact"``."""
 
+import json
+from pathlib import Path
+
 import pytest
 
+from harness.retrieval.corpus import split_contents
 from harness.systems import mask, run_system
+from harness.tools.output import Hit, QueryResult, ToolText, render_results
 from judges import lexical
 
 QUESTION = "Who is the current CEO of the company that developed ChatGPT?"
@@ -324,3 +329,33 @@ async def test_a_bad_prompts_value_is_named_with_the_choices_and_answer_style_ne
         await mask.run(
             QUESTION, doubles.Chat({}), None, prompts="compact", answer_style="Answer: <final_answer>x"
         )
+
+
+_DOCS_VECTORS = json.loads((Path(__file__).parent / "vectors" / "mask_summary_docs.json").read_text())[
+    "cases"
+]
+
+
+def _retrieved(query: str, contents: list[str]) -> ToolText:
+    """What the local ``retrieve`` tool returns for these corpus passages (``harness.tools.local_search``)."""
+    hits = []
+    for number, passage in enumerate(contents):
+        title, text = split_contents(passage)
+        hits.append(Hit(title=title, source=f"doc{number}", text=text, contents=passage))
+    return render_results([QueryResult(query, hits)])
+
+
+@pytest.mark.parametrize("case", _DOCS_VECTORS, ids=lambda case: case["query"])
+async def test_the_summary_agent_sees_retrieved_documents_as_m_asks_code_renders_them(doubles, case):
+    # rendered by M-ASK's own SummaryAgent._build_messages (see the file's "source"): "Doc1: <contents>" lines
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: _retrieved(query, case["contents"])})
+    chat = doubles.Chat(
+        scripts(
+            [f"<search>{case['query']}</search>", "<end>"],
+            ["<evidence>x</evidence>"],
+            ["<Add>t3</Add>"],
+            ["<final_answer>x</final_answer>"],
+        )
+    )
+    episode = await mask.run(QUESTION, chat, toolbox)
+    assert episode.calls_by_role("summary")[0].messages[-1]["content"] == case["user"]

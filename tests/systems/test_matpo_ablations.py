@@ -71,7 +71,7 @@ async def test_a_worker_over_its_context_is_trimmed_and_summarised_at_once(doubl
     summary_context = worker[1].messages
     assert all("x" * 4000 not in m["content"] for m in summary_context)  # the tool response was removed
     assert [m["role"] for m in summary_context] == ["system", "user", "assistant", "user"]
-    assert summary_context[-1]["content"].startswith("[SYSTEM]")
+    assert summary_context[-1]["content"].startswith("\n[SYSTEM]")
 
 
 async def test_a_worker_cut_off_at_the_token_limit_is_trimmed_before_its_summary(doubles):

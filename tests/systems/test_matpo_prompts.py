@@ -3,6 +3,7 @@ for tiny offline models) is short, asks for the same ``<use_mcp_tool>`` blocks a
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,9 +12,9 @@ from trainer.demos.matpo import TOOL_USE
 
 QUESTION = "What is the capital of Arvena?"
 RESULTS = "[1] Arvena: The capital of Arvena is Lomir.\n[2] Belcor: The capital of Belcor is Tarsin."
-PAPER_MESSAGES_SHA256 = "a8b08d0db2f1aabf363a68881345f456daaf1ee7455989519793b7df98a29310"
+PAPER_MESSAGES_SHA256 = "cd44dc84562f667eb060cfbf9758e8db151e86a7cde5ca5cab2ec0f627c4e40b"
 """sha256 of every call's messages of the two scripted episodes below, recorded on the code before the ``prompts``
-option existed."""
+option existed, then again once the summary prompts kept MATPO's leading and trailing newlines (issue #24)."""
 
 
 def use(server: str, tool: str, arguments: dict) -> str:
@@ -69,3 +70,18 @@ async def test_a_bad_prompts_value_is_named_with_the_choices():
         ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
     ):
         await run_system("matpo", QUESTION, None, None, prompts="short")
+
+
+_SUMMARY_VECTORS = json.loads((Path(__file__).parent / "vectors" / "matpo_summary_prompts.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "case", _SUMMARY_VECTORS["cases"], ids=lambda c: f"{c['commit'][:7]}-failed{c['failed']}"
+)
+def test_summary_prompts_equal_matpos_renderings_byte_for_byte(case):
+    # rendered by MATPO's own generate_agent_summarize_prompt (see the file's "source"): its f-strings start and
+    # end with a newline
+    prompts = matpo.PROMPT_SETS["paper"]
+    assert prompts.planner_summary_prompt(case["main_query"], case["failed"]) == case["planner_summary"]
+    worker = prompts.worker_summary_prompt(case["main_query"], case["subtask"], case["failed"])
+    assert worker == case["worker_summary"]

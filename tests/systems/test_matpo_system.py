@@ -134,7 +134,7 @@ async def test_bad_planner_tool_use_is_a_tool_error_and_turn_limit_forces_a_fina
     assert "Tool error: the only tool is search_and_browse" in episode.calls[1].messages[-1]["content"]
     forced = episode.calls[2]
     assert (forced.role, forced.parent, forced.turn, forced.meta) == ("planner", 1, 2, {"forced": True})
-    assert forced.messages[-1]["content"].startswith("[SYSTEM]\nThis is a direct instruction to you.")
+    assert forced.messages[-1]["content"].startswith("\n[SYSTEM]\nThis is a direct instruction to you.")
     assert f'The original task was: "{QUERY}{BOXED_INSTRUCTION}"' in forced.messages[-1]["content"]
     assert "You have failed to complete the task. Review the conversation" in forced.messages[-1]["content"]
     assert episode.meta == {"stopped": "turn_limit", "subtasks": 0}

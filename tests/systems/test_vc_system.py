@@ -29,6 +29,12 @@ async def columns(doubles, episode, gold="42"):
         ("Correctness was discussed. **Correctness:** Correct", True),
         ("**Correctness:** CORRECT", True),
         ("**Correctness:** Wrong\n(the incorrectness is in step 2)", False),
+        ("**Correctness:** Correct.", True),
+        # hedged verdicts are not exactly Correct: they never pass (the last verdict word used to win)
+        ("**Correctness:** Partially correct", None),
+        ("**Correctness:** Mostly correct", None),
+        ("**Correctness:** Wrong, but the final answer is correct", None),
+        ("**Correctness:** Correct in part; the proof is incomplete", None),
     ],
 )
 def test_parse_verdict_is_strict(report, verdict):
@@ -40,6 +46,25 @@ def test_bug_report_drops_the_verdict_field():
         vc.bug_report(WRONG)
         == "**Final Verdict:** The solution is invalid.\n\n**List of Findings:**\n* bad step"
     )
+
+
+def test_released_bug_report_cut_is_empty_when_the_report_follows_its_own_format():
+    # the released code cuts at the literal "**Correctness**"; its own format writes "**Correctness:** Wrong"
+    assert vc.bug_report(WRONG, cut="released") == ""
+    other_format = "**List of Findings:**\n* bad step\n\n**Correctness**: Wrong"
+    assert vc.bug_report(other_format, cut="released") == "**List of Findings:**\n* bad step"
+
+
+async def test_released_cut_switch_sends_the_corrector_the_released_bug_report(doubles):
+    def corrector_request(**options):
+        scripts = {"solver": ["\\boxed{41}"], "verifier": [WRONG, CORRECT], "corrector": ["\\boxed{42}"]}
+        episode = run_system("vc", PROBLEM, doubles.Chat(scripts), None, accept_after=1, **options)
+        return episode
+
+    released = (await corrector_request(bug_report="released")).calls_by_role("corrector")[0].messages[-1]
+    findings = (await corrector_request()).calls_by_role("corrector")[0].messages[-1]
+    assert released["content"].endswith("in the system prompt.\n\n")
+    assert findings["content"].endswith("* bad step")
 
 
 async def test_accepts_after_four_consecutive_passes(doubles):

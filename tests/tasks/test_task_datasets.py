@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ from harness.datasets import (
     load_benchmark,
     loader,
 )
+from harness.datasets.fingerprints import ForeignDataError
 from harness.datasets.specs import _gaia_text_ids
 
 
@@ -306,3 +308,56 @@ def test_a_line_separator_inside_a_jsonl_string_is_not_a_line_break(tmp_path):
     path = write_jsonl(tmp_path / "s.jsonl", [{"id": "1", "question": "a\u2028b", "answer": "c"}])
     path.write_text(path.read_text(encoding="utf-8").replace("\\u2028", "\u2028"), encoding="utf-8")
     assert load_benchmark("frames", data=str(path)).dataset[0].input == "a\u2028b"
+
+
+def test_another_benchmarks_file_is_refused_in_one_line_unless_forced():
+    frames = loader.bundled_samples_path("frames")
+    with pytest.raises(
+        ForeignDataError, match=r"holds frames rows, not hle ones \(its sha256 matches frames's "
+    ):
+        load_benchmark("hle", data=str(frames))
+    forced = load_benchmark("hle", data=str(frames), force_data=True)
+    assert forced.provenance["forced"] is True and forced.provenance["row_count"] > 0
+
+
+def test_an_edited_copy_of_another_benchmarks_file_is_refused_by_its_rows_and_shape(tmp_path):
+    # FRAMES' shared file has 824 {id, question, answer} rows (harness/datasets/known_files.json)
+    rows = [{"id": f"wiki____{i}", "question": f"q{i}?", "answer": "a"} for i in range(824)]
+    copy = write_jsonl(tmp_path / "mine.jsonl", rows)
+    with pytest.raises(
+        ForeignDataError, match=r"its 824 rows and row shape matches frames's frames_824.jsonl"
+    ):
+        load_benchmark("hle", data=str(copy))
+    assert (
+        load_benchmark("hle", data=str(write_jsonl(tmp_path / "few.jsonl", rows[:9]))).provenance["row_count"]
+        == 9
+    )
+
+
+def _two_hotpotqa_files(folder: Path) -> None:
+    write_json(folder / "hotpotqa" / "hotpotqa_dev_full_7405.json", [{"question": "q1?", "answer": "a"}] * 3)
+    write_jsonl(folder / "hotpotqa" / "hotpotqa_500.jsonl", [{"idx": 1, "question": "q2?", "answer": "b"}])
+
+
+def test_a_folder_with_several_candidate_files_says_which_it_read_and_a_user_picks_by_name(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger=loader.__name__)
+    _two_hotpotqa_files(tmp_path)
+    preferred = load_benchmark("hotpotqa", data=str(tmp_path))
+    assert preferred.provenance["path"].endswith("hotpotqa_dev_full_7405.json")
+    assert preferred.provenance["other_candidates"] == [str(tmp_path / "hotpotqa" / "hotpotqa_500.jsonl")]
+    assert "hotpotqa: reading" in caplog.text and "pick one with -T data_file=hotpotqa_500" in caplog.text
+    picked = load_benchmark("hotpotqa", data=str(tmp_path), data_file="hotpotqa_500")
+    assert picked.provenance["path"].endswith("hotpotqa_500.jsonl") and picked.provenance["row_count"] == 1
+    with pytest.raises(
+        MissingDataError, match=r"-T data_file=nope: .* choose one of hotpotqa_dev_full_7405, "
+    ):
+        load_benchmark("hotpotqa", data=str(tmp_path), data_file="nope")
+
+
+def test_the_data_folder_from_the_environment_also_says_which_file_it_read(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.WARNING, logger=loader.__name__)
+    _two_hotpotqa_files(tmp_path)
+    monkeypatch.setenv("MARA_DATA_DIR", str(tmp_path))
+    assert load_benchmark("hotpotqa").provenance["path"].endswith("hotpotqa_dev_full_7405.json")
+    assert "pick one with -T data_file=hotpotqa_500" in caplog.text
+    assert load_benchmark("hotpotqa", data_file="hotpotqa_500").provenance["row_count"] == 1

@@ -17,7 +17,7 @@ from harness.datasets import DatasetUnavailableError, MalformedRowError, Missing
 from harness.datasets.loader import bundled_samples_path
 from harness.evaluation import benchmark_task
 from harness.prompts import load_prompt
-from harness.systems.inspect_adapter import stored_episode
+from harness.systems.inspect_adapter import GENERATION_KEY, stored_episode
 from harness.testing import scripted_model
 from judges.grader import GraderMissingError
 
@@ -309,11 +309,18 @@ def test_mask_protocol_uses_the_mask_lexical_variant(load_task):
         ({"limit": 0}, ValueError, r"limit=0 must be a positive integer"),
         ({"ids": "nope"}, ValueError, r"ids not found in bundled samples aime2025.jsonl: nope"),
         ({"judge": "hle"}, GraderMissingError, r"needs a grader model.*--model-role grader="),
+        ({"list_final_stop": True}, ValueError, r"list_final_stop=true is an option of the 'gaia' judge"),
     ],
 )
 def test_bad_task_options_fail_at_task_creation(load_task, task_args, error, message):
     with pytest.raises(error, match=message):
         load_task("aime.py", "aime2025", **{"data": "samples", **task_args})
+
+
+def test_the_gaia_list_final_stop_leniency_is_off_unless_asked_and_then_recorded(load_task):
+    assert load_task("gaia.py", "gaia", data="samples").metadata["judge_options"] == {}
+    lenient = load_task("gaia.py", "gaia", data="samples", list_final_stop=True)
+    assert lenient.metadata["judge_options"] == {"list_final_stop": True}
 
 
 def _bad_input_cases(tmp_path: Path) -> dict[str, tuple[str, dict, type[Exception], str]]:
@@ -399,3 +406,43 @@ def test_qa_tasks_send_flashrags_system_prompt_and_user_template(load_task):
     math = benchmark_task("aime2025", data="samples", limit=1, system="direct")
     (log,) = eval(math, model=scripted_model(lambda messages, config: "\\boxed{1}"), display="none")
     assert stored_episode(log.samples[0].store).calls[0].messages[1]["content"] == log.samples[0].input
+
+
+def _mars_max_tokens(monkeypatch, caplog, **eval_args) -> tuple[list[int | None], dict, str]:
+    """The max_tokens each System-2 call was sent with under ``-T protocol=mars``, what the sample's log records
+    per role, and the console's warnings."""
+    monkeypatch.setenv("SERPER_API_KEY", "unused")  # the scripted System 2 answers at once: no search is made
+    sent: list[int | None] = []
+
+    def answer(messages, config):
+        sent.append(config.max_tokens)
+        return "<answer>\\boxed{1}</answer>"
+
+    typed = eval_args.pop("task_args", {})
+    task = benchmark_task(
+        "aime2025",
+        data="samples",
+        limit=1,
+        system="mars",
+        protocol="mars",
+        judge="math",
+        search_backend="serper",
+        **typed,
+    )
+    (log,) = eval(task, model=scripted_model(answer), display="none", **eval_args)
+    assert log.status == "success", log.error
+    return sent, log.samples[0].store[GENERATION_KEY], caplog.text
+
+
+def test_a_protocol_setting_yields_to_a_typed_max_tokens_and_the_log_records_what_was_sent(
+    monkeypatch, caplog
+):
+    sent, recorded, console = _mars_max_tokens(monkeypatch, caplog, max_tokens=64)
+    assert sent == [64] and recorded == {"system2": [{"max_tokens": 64}]}
+    assert "system2 max_tokens: 64 as typed, not the protocol's s2_max_tokens=28672" in console
+    sent, recorded, _ = _mars_max_tokens(monkeypatch, caplog)
+    assert sent == [28672] and recorded == {
+        "system2": [{"max_tokens": 28672}]
+    }  # nothing typed: the protocol's
+    sent, _, _ = _mars_max_tokens(monkeypatch, caplog, max_tokens=64, task_args={"s2_max_tokens": 100})
+    assert sent == [100]  # typed as the system option: the user's own, more specific choice

@@ -171,7 +171,14 @@ def test_bm25_score_matches_the_lucene_formula_with_pyserini_parameters(bm25_ind
     tf = tokens[8].count("nakamoto")
     expected = idf * tf / (tf + k1 * (1 - b + b * lengths[8] / average))  # Lucene drops the constant (k1 + 1)
     [hit] = load_index(bm25_index).search("Nakamoto", k=3)  # no other passage shares a term
-    assert hit == Passage(id="doc8", title="Bitcoin", text=hit.text, score=pytest.approx(expected, rel=1e-4))
+    assert hit == Passage(
+        id="doc8",
+        title="Bitcoin",
+        text=hit.text,
+        score=pytest.approx(expected, rel=1e-4),
+        contents=hit.contents,
+    )
+    assert hit.contents == f'"Bitcoin"\n{hit.text}'  # the corpus row verbatim
 
 
 def test_bm25_tokenised_in_chunks_scores_like_one_pass(bm25_index, corpus, tmp_path, monkeypatch):
@@ -250,7 +257,13 @@ def test_rebuilding_over_an_existing_index_replaces_it(tmp_path, corpus):
     index = load_index(out)
     assert len(index) == 1
     assert index.search("zebras", k=3) == [
-        Passage("only", "Solo", "The only passage about zebras.", index.search("zebras")[0].score)
+        Passage(
+            "only",
+            "Solo",
+            "The only passage about zebras.",
+            index.search("zebras")[0].score,
+            index.search("zebras")[0].contents,
+        )
     ]
 
 

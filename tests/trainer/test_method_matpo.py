@@ -3,36 +3,40 @@ scalar advantage on its own mask, and one smoke training step on the tiny model.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
+from harness.prompts import load_prompt
 from trainer.config import TaskConfig
 from trainer.engine import Trainer
 from trainer.methods.base import GroupNorm
 from trainer.methods.matpo import advantages, format_score, rewarded_samples
+from trainer.methods.mcp_format import format_reward
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})
 
 
-def use(tool: str, arguments: str) -> str:
+def use(tool: str, arguments: str, server: str = "browsing_agent") -> str:
     return (
-        f"<use_mcp_tool>\n<server_name>s</server_name>\n<tool_name>{tool}</tool_name>\n"
+        f"<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n"
         f"<arguments>{arguments}</arguments>\n</use_mcp_tool>"
     )
 
 
 DELEGATE = use("search_and_browse", '{"subtask": "find the capital of Arvena"}')
-SEARCH = use("google_search", '{"q": "Arvena capital"}')
+SEARCH = use("google_search", '{"q": "Arvena capital"}', server="search_and_scrape_webpage")
 SUMMARY = "## Conclusion: **Lomir**"
 
 
 def searching_rollout():
     """Planner: delegates (well-formed), then names an unknown tool (malformed), then answers Lomir. Its worker:
-    a well-formed search, a call with broken JSON, then no tool (finished) and the summary.
-    acc 1; fmt_p = 1/2; fmt_w = 1/2; fmt = 1/2; reward = 0.9 + 0.05 = 0.95."""
+    a search, a call with broken JSON, then no tool (finished) and the summary (workers' calls are not scored).
+    acc 1; fmt = 1/2 (one of the planner's two blocks is well-formed); reward = 0.9 + 0.05 = 0.95."""
     return run(
         "matpo",
         ITEM["question"],
@@ -46,21 +50,34 @@ def searching_rollout():
 
 
 def guessing_rollout():
-    """Planner: delegates (well-formed), answers Paris; its worker answers at once (no tool attempt: 0).
-    acc 0; fmt_p = 1; fmt_w = 0; fmt = 1/2; reward = 0.05."""
+    """Planner: delegates under the wrong server name (malformed), answers Paris; its worker answers at once.
+    acc 0; fmt = 0; reward = 0."""
     return run(
         "matpo",
         ITEM["question"],
-        {"planner": [DELEGATE, "\\boxed{Paris}"], "worker": ["It is Paris.", SUMMARY]},
+        {
+            "planner": [use("search_and_browse", '{"subtask": "Arvena"}', server="agent"), "\\boxed{Paris}"],
+            "worker": ["It is Paris.", SUMMARY],
+        },
         worker_max_turns=3,
     )
 
 
-def test_format_score_averages_planner_and_worker_success_rates():
+_MATPO_VECTORS = json.loads((Path(__file__).parent / "vectors" / "matpo_mcp_format.json").read_text())
+
+
+def test_format_score_is_matpos_check_over_the_planners_turns():
     assert format_score(searching_rollout()) == pytest.approx(0.5)
-    assert format_score(guessing_rollout()) == pytest.approx(0.5)
+    assert format_score(guessing_rollout()) == 0.0
     no_tools = run("matpo", ITEM["question"], {"planner": ["\\boxed{Paris}"]})
-    assert format_score(no_tools) == 0.0
+    assert format_score(no_tools) == 1.0  # MATPO: no tool call at all is format 1.0
+
+
+@pytest.mark.parametrize("case", _MATPO_VECTORS["cases"], ids=lambda case: case["role"])
+def test_format_reward_equals_matpos_check_mcp_format(case):
+    # computed by running MATPO's check_mcp_format (see the file's "source")
+    system = load_prompt(f"matpo_{case['role']}_system")
+    assert format_reward(system, case["replies"]) == case["fmt"]
 
 
 @pytest.fixture
@@ -75,12 +92,12 @@ def test_rollout_reward_and_rows(samples):
         ("planner", None),
         ("worker", 2),
     ]
-    assert [s.reward for s in samples] == pytest.approx([0.95, 0.95, 0.05, 0.05])
+    assert [s.reward for s in samples] == pytest.approx([0.95, 0.95, 0.0, 0.0])
 
 
 def test_worker_rows_get_their_planners_scalar_advantage_on_their_own_masks(samples):
     advantages(samples, GroupNorm())
-    # planner rewards (0.95, 0.05): mean 0.5, unbiased std 0.45*sqrt(2) -> +-1/sqrt(2)
+    # planner rewards (0.95, 0.0): two distinct values normalise to +-1/sqrt(2)
     assert [samples[0].advantage, samples[2].advantage] == pytest.approx(
         [1 / math.sqrt(2), -1 / math.sqrt(2)], abs=1e-5
     )
@@ -104,5 +121,5 @@ def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     real, scripted, moved = two_steps(trainer, [searching_rollout(), guessing_rollout()])
     assert real["skipped"] == 0.0 and all(math.isfinite(real[k]) for k in ("loss", "grad_norm", "entropy"))
     # with the look-up task's exact match as acc: both rollouts as above
-    assert scripted["reward_mean"] == pytest.approx(0.5)
+    assert scripted["reward_mean"] == pytest.approx(0.475)
     assert scripted["skipped"] == 0.0 and scripted["grad_norm"] > 0.0 and moved

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.matpo import PLANNER, PLANNER_TOOL, WORKER
+from harness.systems.matpo import PLANNER, PLANNER_SERVER, PLANNER_TOOL, WORKER
 from harness.systems.types import Message
 from trainer.demos.text import (
     country,
@@ -46,7 +46,7 @@ def reply(
     first_turn = not any(m["role"] == "assistant" for m in messages)
     if role == PLANNER:
         if first_turn:
-            return tool_use("agent", PLANNER_TOOL, {"subtask": name})
+            return tool_use(PLANNER_SERVER, PLANNER_TOOL, {"subtask": name})
         summary = named_capital(last_content(messages, "user"))
         return f"\\boxed{{{pick(summary, other_capitals(summary), skills[PLANNER], rng)}}}"
     if role == WORKER:

@@ -6,7 +6,8 @@ One question becomes ONE episode holding a tree of calls, every call a training 
 2. each later agent -- Verifier1, Corrector1, Verifier2, Corrector2, the paper's five, cut at ``agents`` -- chooses
    2 outputs of the agent before it (pooled over all of that agent's groups) and samples ``group_size`` outputs on
    EACH, through the V-C system's own steps (``harness.systems.vc.ask_verifier`` / ``ask_corrector``), the
-   Verifier with the vc system's ``verifier_prompt`` (the only vc option a fixed tree has: ``GROUPED_OPTIONS``).
+   Verifier with the vc system's ``verifier_prompt``, the Corrector with its ``bug_report`` (the only vc options a
+   fixed tree has: ``GROUPED_OPTIONS``).
 
 What may be chosen: a Verifier judges only untruncated solutions (the evaluation loop never verifies a truncated
 one); a Corrector revises only after a report whose verdict is Wrong ("the Corrector exclusively samples outputs
@@ -46,6 +47,7 @@ from harness.systems.vc import (
     CORRECTOR,
     SOLVER,
     VERIFIER,
+    BugReport,
     VerifierPrompt,
     ask_corrector,
     ask_solver,
@@ -57,7 +59,7 @@ STAGES = (SOLVER, VERIFIER, CORRECTOR, VERIFIER, CORRECTOR)
 """The paper's five training agents in order: Solver, Verifier1, Corrector1, Verifier2, Corrector2."""
 INPUTS_PER_AGENT = 2
 """How many of the previous agent's outputs each later agent samples a group on (§3.3)."""
-GROUPED_OPTIONS = ("verifier_prompt",)
+GROUPED_OPTIONS = ("verifier_prompt", "bug_report")
 """The vc system options a grouped rollout takes (``task.system_options``); the loop's own (``accept_after``,
 ``max_iterations``, ``solver_attempts``) do not apply to a fixed tree of agents without retries."""
 
@@ -120,6 +122,7 @@ async def grouped_rollout(
     agents: int,
     rng: random.Random,
     verifier_prompt: VerifierPrompt = "paper",
+    bug_report: BugReport = "findings",
 ) -> Episode:
     """One question's grouped agentic rollout (module docstring) as one ``vc`` episode whose calls form the tree;
     ``episode.meta`` records the rollout, the chosen inputs per agent and where it stopped early (if it did)."""
@@ -144,7 +147,12 @@ async def grouped_rollout(
         prefer = STAGES[stage] == CORRECTOR
         chosen = [candidates[i] for i in choose(positive, selection, prefer, rng)]
         outcome.chosen[agent] = [call.id for call in chosen]
-        ask = partial(ask_verifier, prompt=verifier_prompt) if STAGES[stage] == VERIFIER else ask_corrector
+        verifying = STAGES[stage] == VERIFIER
+        ask = (
+            partial(ask_verifier, prompt=verifier_prompt)
+            if verifying
+            else partial(ask_corrector, cut=bug_report)
+        )
         outputs = list(
             await asyncio.gather(
                 *(ask(recorder, call, stage // 2) for call in chosen for _ in range(group_size))

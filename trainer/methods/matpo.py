@@ -2,11 +2,11 @@
 planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
 
 * Reward (experimental setup): ``0.9 * acc + 0.1 * fmt`` per rollout. ``acc`` is the task's outcome reward (the
-  judge's 1/0); ``fmt = 0.5 * fmt_p + 0.5 * fmt_w`` where ``fmt_p`` is the share of well-formed tool calls among
-  the planner's tool-call attempts and ``fmt_w`` the mean, over the rollout's worker rollouts, of each worker's
-  share. A tool-call attempt is a ``<use_mcp_tool>`` block; it is well-formed when it parses and names a tool of
-  that agent with its required argument. An agent with no attempt scores 0 (no format credit without a tool call), as does a rollout
-  with no worker.
+  judge's 1/0); ``fmt`` is MATPO's code's tool-format reward (``check_mcp_format``, mzf666/MATPO@3c41d62,
+  ``trainer.methods.mcp_format``) over the planner's turns -- the rollout MATPO rewards, its workers taking its
+  advantage: the share of ``<use_mcp_tool>`` blocks (thinking included) that call a listed tool as its schema
+  asks, 1.0 without any block. The schemas are the paper's planner system prompt's (the tools are the same
+  whichever prompt set the planner was shown).
 * Samples: the planner's conversation is one sample (worker summaries are tool-response turns, out of its mask);
   each worker rollout (its tool loop and final summary) is one sample whose ``parent`` is its planner's row.
 * Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)):
@@ -21,8 +21,9 @@ from typing import Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from harness.systems.matpo import PLANNER, PLANNER_TOOL, WORKER, WORKER_TOOLS, McpCall, parse_tool_use
-from harness.systems.types import Episode, ModelCall, WorkerOutcome
+from harness.prompts import load_prompt
+from harness.systems.matpo import PLANNER, PROMPT_SETS, WORKER
+from harness.systems.types import Episode
 from trainer.advantages import broadcast
 from trainer.methods.base import (
     GroupNorm,
@@ -32,36 +33,17 @@ from trainer.methods.base import (
     lead_then_helpers,
     question_id,
 )
+from trainer.methods.mcp_format import format_reward
 from trainer.samples import Sample, samples_from_episode
 
 ACC_WEIGHT, FMT_WEIGHT = 0.9, 0.1
 """reward = 0.9 * acc + 0.1 * fmt (experimental setup)."""
 
 
-def planner_call_is_well_formed(use: McpCall) -> bool:
-    return use.error is None and use.tool == PLANNER_TOOL and isinstance(use.arguments.get("subtask"), str)
-
-
-def worker_call_is_well_formed(use: McpCall) -> bool:
-    return use.error is None and use.tool in WORKER_TOOLS and WORKER_TOOLS[use.tool][1] in use.arguments
-
-
-def success_rate(calls: list[ModelCall], well_formed: Any) -> float:
-    """Share of well-formed tool calls among the calls' tool-call attempts; 0 when there is no attempt."""
-    attempts = [use for use in (parse_tool_use(call.reply.text) for call in calls) if use is not None]
-    return sum(map(well_formed, attempts)) / len(attempts) if attempts else 0.0
-
-
 def format_score(episode: Episode) -> float:
-    """``fmt = 0.5 * fmt_p + 0.5 * fmt_w`` (worker summary calls make no tool calls and are not counted)."""
-    planner = success_rate(episode.calls_by_role(PLANNER), planner_call_is_well_formed)
-    workers: dict[int, list[ModelCall]] = {}
-    for call in episode.calls_by_role(WORKER):
-        outcome = WorkerOutcome.of(call.meta)
-        if not outcome.summary:
-            workers.setdefault(outcome.subtask, []).append(call)
-    rates = [success_rate(calls, worker_call_is_well_formed) for calls in workers.values()]
-    return 0.5 * planner + 0.5 * (sum(rates) / len(rates) if rates else 0.0)
+    """MATPO's ``fmt`` of the rollout: ``check_mcp_format`` over the planner's replies (module docstring)."""
+    schemas = load_prompt(PROMPT_SETS["paper"].planner_system)
+    return format_reward(schemas, [call.reply.text for call in episode.calls_by_role(PLANNER)])
 
 
 def rollout_reward(accuracy: float, episode: Episode) -> float:

@@ -1,0 +1,20 @@
+"""How many of MATPO's summary-prompt renderings (test vectors) ours reproduces byte for byte.
+
+Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matpo_summary_agreement.py
+"""
+
+import json
+from pathlib import Path
+
+from harness.systems.matpo import PROMPT_SETS
+
+cases = json.loads(Path("tests/systems/vectors/matpo_summary_prompts.json").read_text())["cases"]
+prompts = PROMPT_SETS["paper"]
+same = 0
+for case in cases:
+    same += prompts.planner_summary_prompt(case["main_query"], case["failed"]) == case["planner_summary"]
+    same += (
+        prompts.worker_summary_prompt(case["main_query"], case["subtask"], case["failed"])
+        == case["worker_summary"]
+    )
+print(f"byte-identical renderings: {same}/{2 * len(cases)}")

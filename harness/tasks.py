@@ -47,10 +47,6 @@ class TaskArguments:
     data: str | None = field(
         default=None, metadata=_help("a local file or folder, or 'samples' (the bundled rows)")
     )
-    data_file: str | None = field(
-        default=None, metadata=_help("which of a data folder's candidate files to read (by name)")
-    )
-    force_data: bool = field(default=False, metadata=_help("load a file that holds another benchmark's rows"))
     ids: str | int | list[str | int] | None = field(
         default=None, metadata=_help("sample ids, or a file of ids")
     )
@@ -63,6 +59,10 @@ class TaskArguments:
         default=None, metadata=_help("metadata keys to break scores down by")
     )
     judge_timeout: float | None = field(default=None, metadata=_help("seconds per grader call (LLM judges)"))
+    data_file: str | None = field(
+        default=None, metadata=_help("which of a data folder's candidate files to read (by name)")
+    )
+    force_data: bool = field(default=False, metadata=_help("load a file that holds another benchmark's rows"))
     list_final_stop: bool = field(
         default=False, metadata=_help("gaia judge: ignore a full stop ending a list answer (not official)")
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import pytest
 from inspect_ai import Task, eval
@@ -45,8 +46,11 @@ def test_bwrap_that_cannot_create_namespaces_is_refused_with_its_reason(
     monkeypatch.setattr(bwrap, "BWRAP", str(denied))
     with pytest.raises(ToolConfigError) as caught:
         build_toolbox(["python"])
-    problem = f"{denied} cannot create a sandbox here (bwrap: No permissions to create new namespace)"
-    assert str(caught.value) == REFUSAL.format(problem=problem)
+    assert str(caught.value) == (
+        f"tool 'python' isolates code with bubblewrap, but {denied} could not start {sys.executable} in a "
+        "sandbox (bwrap: No permissions to create new namespace); to run code without isolation, use "
+        "-T python_sandbox=unisolated"
+    )
 
 
 async def test_unisolated_runs_without_bwrap_and_warns_once(monkeypatch, caplog, fresh_bwrap_check):

@@ -52,10 +52,12 @@ class CallCgroup:
 
     def hit_memory_limit(self) -> bool:
         """Whether the kernel refused the call memory (an allocation failed or a process was OOM-killed)."""
+        memory = self.dirs[0]
         if self.version == 2:
-            events = _read(self.dirs[0] / "memory.events")
-            return any(line.split()[0] in ("oom", "oom_kill") and line.split()[1] != "0" for line in events)
-        return _read(self.dirs[0] / "memory.failcnt") not in ([], ["0"])
+            counts = _counts(memory / "memory.events")
+            return counts.get("oom", 0) + counts.get("oom_kill", 0) > 0
+        failures = int((_read(memory / "memory.failcnt") or ["0"])[0])
+        return failures + _counts(memory / "memory.oom_control").get("oom_kill", 0) > 0
 
     async def remove(self) -> None:
         """SIGKILL whatever is left in the group and delete it; failures are logged, never raised."""
@@ -82,6 +84,12 @@ def _read(path: Path) -> list[str]:
         return path.read_text(encoding="ascii").splitlines()
     except OSError:
         return []
+
+
+def _counts(path: Path) -> dict[str, int]:
+    """A flat-keyed cgroup file (``name value`` per line) as numbers."""
+    pairs = (line.split() for line in _read(path))
+    return {pair[0]: int(pair[1]) for pair in pairs if len(pair) == 2 and pair[1].isdigit()}
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:

@@ -33,6 +33,8 @@ from harness.tools import bwrap, call_cgroup, cleanup_tree
 logger = logging.getLogger(__name__)
 CHILD = Path(__file__).with_name("sandbox_child.py")
 READ_CHUNK = 65536
+KILLED_UNDER_BWRAP = 128 + signal.SIGKILL
+"""bwrap's exit status when the code was killed by SIGKILL (the OOM killer in the call's cgroup)."""
 REAP_SECONDS = 10.0
 """How long a killed child's pipes may take to close before the tool answers anyway."""
 
@@ -265,7 +267,7 @@ def _result(returncode: int, out: str, err: str, limits: SandboxLimits, memory_h
     if (
         "MemoryError" in err
         or returncode == -signal.SIGSEGV
-        or (memory_hit and returncode == -signal.SIGKILL)
+        or (memory_hit and returncode in (-signal.SIGKILL, KILLED_UNDER_BWRAP))
     ):
         raise ToolError(
             f"python: exceeded the memory limit of {limits.memory_mb} MiB (python_memory_mb)\n{err}"

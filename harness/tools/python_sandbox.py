@@ -110,12 +110,21 @@ def warn_unisolated() -> None:
 
 
 @functools.cache
-def state_protection(executable: str) -> str:
-    """Say once per process, at start-up and in the log, which protections a bwrap call gets here."""
+def protection_line(executable: str) -> str:
+    """One line saying which protections a bwrap call of ``executable`` gets on this machine."""
     where = call_cgroup.parents()
-    line = bwrap.protection(executable, where.describe() if where else None)
-    logger.log(logging.WARNING if "NO " in line or "NOT " in line else logging.INFO, line)
-    return line
+    return bwrap.protection(executable, where.describe() if where else None)
+
+
+def state_protection(executable: str) -> None:
+    """Log ``protection_line``: when the tool is built, and once more from the first call, inside an eval's
+    sample, so the eval's log holds it too (a warning: Inspect keeps only warnings from other packages)."""
+    logger.warning(protection_line(executable))
+
+
+@functools.cache
+def _state_protection_once(executable: str) -> None:
+    state_protection(executable)
 
 
 def child_arguments(
@@ -187,7 +196,7 @@ async def run_python(
     if not isinstance(code, str) or not code.strip():
         raise ToolError("python: the 'code' argument must be non-empty Python source")
     if isolation == "bwrap":
-        state_protection(executable)
+        _state_protection_once(executable)
     try:
         return await _run_python(code, limits, executable, isolation)
     except ToolError:

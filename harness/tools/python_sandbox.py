@@ -1,17 +1,23 @@
 """The ``python`` tool: run agent-written Python in a limited, isolated child process and return its output.
 
 Isolation (``python_sandbox``): ``bwrap`` (the default) runs each call in its own namespaces under bubblewrap --
-no network, no other process visible, an empty environment, the system read-only, only its working directory
-writable, and the whole namespace killed when the call ends (see ``harness.tools.bwrap``); ``unisolated`` runs
-the child directly with an in-process audit hook that refuses network access, starting processes and writes
-outside its directory -- a guard against an agent's mistakes, not a boundary against hostile code (see
-``sandbox_child``); ``inspect`` runs it in the sample's Inspect sandbox (``harness.tools.inspect_sandbox``).
+no network, no other process visible, an empty environment, the system read-only, only fresh size-capped tmpfs
+writable, as an unprivileged host uid, behind a seccomp filter, and the whole namespace killed when the call ends
+(see ``harness.tools.bwrap``); ``unisolated`` runs the child directly with an in-process audit hook that refuses
+network access, starting processes and writes outside its directory -- a guard against an agent's mistakes, not
+a boundary against hostile code (see ``sandbox_child``); ``inspect`` runs it in the sample's Inspect sandbox
+(``harness.tools.inspect_sandbox``).
 
 Limits (all settings of ``build_toolbox``): wall time ``python_timeout`` seconds (the process group is killed),
-address space ``python_memory_mb`` (RLIMIT_AS), CPU time (RLIMIT_CPU, a back-stop just above the wall limit),
-file size, and ``python_max_output`` characters of output kept per stream. The child runs in a fresh temporary
-directory with a minimal environment.
-Every failure -- a timeout, the memory limit, a refused operation, an exception -- raises ``ToolError``.
+address space ``python_memory_mb`` per process (RLIMIT_AS), CPU time (RLIMIT_CPU, a back-stop just above the wall
+limit), file size, and ``python_max_output`` characters of output kept per stream. Under bwrap, one call as a
+whole: where a cgroup can be made (``call_cgroup``), its processes and scratch files together hold at most
+``python_memory_mb`` and it runs at most ``SandboxLimits.max_processes`` processes; else the scratch space
+(``/sandbox``, ``/tmp``, ``/dev/shm``) is capped at ``python_memory_mb`` in all and the process count by
+RLIMIT_NPROC. Which protections are in force is logged (``protection_line``) when the tool is built and from
+its first call. Every failure -- a timeout, the memory limit, a refused operation, an exception, a failure of
+the harness itself -- raises ``ToolError``; the call's folder (``unisolated``) and cgroup are removed whatever
+the code left in them.
 """
 
 from __future__ import annotations

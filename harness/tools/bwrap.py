@@ -1,21 +1,23 @@
 """Bubblewrap isolation for the python tool: the ``bwrap`` launch for one call, and whether bwrap works here.
 
-Each call runs in its own user, PID, network, IPC, UTS and cgroup namespaces as ``nobody`` with no capabilities,
-in a new session, with an empty environment: ``--clearenv`` for the code, and bwrap itself is started with only
-``PATH``. When the harness is root, bwrap is started as host uid ``nobody`` (``setpriv``), so the sandbox's uid
-maps to an unprivileged host uid: the host's ``/proc/sys`` and every root-owned file stay out of its reach.
-Nested user namespaces are disabled (``--disable-userns``) and a seccomp filter (``seccomp_filter``) refuses the
-key store, io_uring, userfaultfd, perf, bpf, ptrace, mounts and new namespaces.
+Each call runs in its own PID, network, IPC, UTS and cgroup namespaces as ``nobody`` with no capabilities, in a
+new session, with an empty environment: ``--clearenv`` for the code, and bwrap itself is started with only
+``PATH``. When the harness is not root, the call also gets its own user namespace and cannot make more
+(``--disable-userns``). When it is root, bwrap makes no user namespace -- one would map the code's uid to host
+root, and with it the host's ``/proc/sys`` would be writable -- but sets the sandbox up as root and starts the
+code through ``setpriv`` as host uid ``nobody`` with no capabilities, bounding set included. Either way a
+seccomp filter (``seccomp_filter``) refuses the key store, io_uring, userfaultfd, perf, bpf, ptrace, mounts and
+new namespaces.
 
 The root is a read-only tmpfs holding, read-only, the system directories (``/usr`` and its merged-usr links), a
-few ``/etc`` files programs need, the interpreter's installation (``sys.prefix`` and ``sys.base_prefix``), the
-child script and the code. The harness opens every bind source itself and passes descriptors, so the unprivileged
-bwrap needs no access to the paths leading to them (a ``/root/.pyenv`` interpreter works). The writable places
-are the working directory ``/sandbox``, ``/tmp`` and ``/dev/shm``: fresh tmpfs, each a third of the call's
-scratch space where bwrap can size them (0.8 and later). ``/tmp`` is mounted before the interpreter's binds, so
-an interpreter or checkout under ``/tmp`` stays visible. ``/proc`` is the namespace's own (bwrap keeps its
-``sys``, ``sysrq-trigger``, ``irq`` and ``bus`` read-only) and ``/dev`` a minimal read-only one. The network
-namespace holds only its own loopback.
+few ``/etc`` files programs need, the interpreter's installation (``sys.prefix`` and ``sys.base_prefix``, the
+directories leading to it searchable by anyone), and the child script and the code, passed in memory files.
+The writable places are the working directory ``/sandbox``, ``/tmp`` and ``/dev/shm``: fresh tmpfs, each a
+third of the call's scratch space where bwrap can size them (0.8 and later); nothing is written on the host.
+``/tmp`` is mounted before the interpreter's binds, so an interpreter or checkout under ``/tmp`` stays visible.
+``/proc`` is the namespace's own (bwrap keeps its ``sys``, ``sysrq-trigger``, ``irq`` and ``bus`` read-only,
+and the code's host uid cannot write the rest) and ``/dev`` a minimal read-only one. The network namespace holds
+only its own loopback. A launcher shell can first enter the call's cgroup (``call_cgroup``).
 
 ``--die-with-parent`` ties the namespace's init to bwrap: when the tool kills bwrap (time limit, cancelled
 call) the init dies and the kernel kills every process left in the namespace, detached or double-forked ones
@@ -30,6 +32,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,8 +91,8 @@ def _under(path: str, root: str) -> bool:
 
 @dataclass
 class Prepared:
-    """One call's launch: the argument list and the descriptors it passes (bind sources opened by the harness,
-    the code, the seccomp program), closed by ``close`` once the process has started."""
+    """One call's launch: the argument list and the descriptors it passes (memory files holding the child
+    script, the code and the seccomp program), closed by ``close`` once the call is over."""
 
     argv: list[str]
     fds: list[int] = field(default_factory=list)
@@ -115,7 +118,7 @@ def prepare(
     child_args: list[str],
     environment: dict[str, str],
     scratch_bytes: int,
-    enter_cgroups: list[str] = (),  # type: ignore[assignment]
+    enter_cgroups: Sequence[str] = (),
 ) -> Prepared:
     """The launch running the script ``child`` (at ``CHILD_PATH``) as ``executable -I -B CHILD_PATH child_args``
     isolated, with ``code`` read-only at ``WORKDIR/main.py``, ``environment`` as the only environment, and

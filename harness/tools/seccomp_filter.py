@@ -82,6 +82,15 @@ _ROWS = [line.split() for line in SYSTEM_CALLS.strip().splitlines()]
 REFUSED = [name for name, *_ in _ROWS if name not in ("clone", "clone3")]
 
 
+def call_numbers(machine: str | None = None) -> dict[str, int] | None:
+    """Every call in ``SYSTEM_CALLS`` by name, numbered for ``machine`` (``platform.machine()`` by default);
+    ``None`` where the machine is not described."""
+    described = ARCHITECTURES.get(machine or platform.machine())
+    if described is None:
+        return None
+    return {name: int(values[described[0]]) for name, *values in _ROWS}
+
+
 def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jump_true, jump_false, k)
 
@@ -89,11 +98,10 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
 def program(machine: str | None = None) -> bytes | None:
     """The filter for ``machine`` (``platform.machine()`` by default) as the bytes of a ``sock_filter`` array,
     ready for ``bwrap --seccomp FD``; ``None`` where the machine's system call numbers are not described here."""
-    described = ARCHITECTURES.get(machine or platform.machine())
-    if described is None:
+    numbers = call_numbers(machine)
+    if numbers is None:
         return None
-    column, audit_arch, has_x32 = described
-    numbers = {name: int(values[column]) for name, *values in _ROWS}
+    _, audit_arch, has_x32 = ARCHITECTURES[machine or platform.machine()]
     refuse = SECCOMP_RET_ERRNO | errno.EPERM
     # Each check is (opcode, k, target if true); a jump counts the instructions it skips. The targets follow
     # the checks: ALLOW, REFUSE, NOSYS, then the clone flags check.

@@ -338,10 +338,7 @@ print('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
     seccomp_filter.program() is None, reason="no seccomp filter for this machine's system calls"
 )
 async def test_new_namespaces_and_the_kernel_surface_an_interpreter_does_not_need_are_refused():
-    numbers = {name: int(values[0]) for name, *values in seccomp_filter._ROWS}
-    if os.uname().machine != "x86_64":
-        numbers = {name: int(values[1]) for name, *values in seccomp_filter._ROWS}
-    output = await run_python(KERNEL_SURFACE.format(**numbers), LIMITS)
+    output = await run_python(KERNEL_SURFACE.format(**seccomp_filter.call_numbers()), LIMITS)
     *refused, fork = output.splitlines()
     assert len(refused) == 8
     assert all(line.endswith(f" -1 {errno.EPERM}") for line in refused), output

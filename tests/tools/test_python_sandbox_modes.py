@@ -63,6 +63,24 @@ async def test_unisolated_runs_without_bwrap_and_warns_once(monkeypatch, caplog,
     assert "python_sandbox=unisolated runs agent code on this machine" in warning.getMessage()
 
 
+@pytest.mark.skipif(bwrap.unavailable_reason(sys.executable) is not None, reason="bubblewrap cannot run here")
+async def test_bwrap_states_the_protection_in_force_when_built_and_from_its_first_call(monkeypatch, caplog):
+    monkeypatch.setattr(python_sandbox.call_cgroup, "parents", lambda: None)  # as on a machine without one
+    monkeypatch.setattr(python_sandbox.bwrap, "drops_root", lambda: False)
+    python_sandbox.protection_line.cache_clear()
+    python_sandbox._state_protection_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=python_sandbox.__name__):
+        toolbox = build_toolbox(["python"])
+        await toolbox.call("python", code="print(1)")
+        await toolbox.call("python", code="print(2)")
+    python_sandbox.protection_line.cache_clear()
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2  # built, first call
+    assert lines[0] == lines[1]
+    assert lines[0].startswith("python tool isolation: bubblewrap, code as uid 65534 in its own user namespace; ")
+    assert "; NO per-call cgroup (no writable, delegated cgroup here): " in lines[0]
+
+
 def test_an_unknown_sandbox_is_a_build_error():
     with pytest.raises(
         ToolConfigError,

@@ -77,7 +77,9 @@ async def test_bwrap_states_the_protection_in_force_when_built_and_from_its_firs
     lines = [record.getMessage() for record in caplog.records]
     assert len(lines) == 2  # built, first call
     assert lines[0] == lines[1]
-    assert lines[0].startswith("python tool isolation: bubblewrap, code as uid 65534 in its own user namespace; ")
+    assert lines[0].startswith(
+        "python tool isolation: bubblewrap, code as uid 65534 in its own user namespace; "
+    )
     assert "; NO per-call cgroup (no writable, delegated cgroup here): " in lines[0]
 
 

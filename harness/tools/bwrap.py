@@ -5,7 +5,8 @@ new session, with an empty environment: ``--clearenv`` for the code, and bwrap i
 ``PATH``. When the harness is not root, the call also gets its own user namespace and cannot make more
 (``--disable-userns``). When it is root, bwrap makes no user namespace -- one would map the code's uid to host
 root, and with it the host's ``/proc/sys`` would be writable -- but sets the sandbox up as root and starts the
-code through ``setpriv`` as host uid ``nobody`` with no capabilities, bounding set included. Either way a
+code through ``setpriv`` as host uid ``nobody`` with no capabilities, bounding set included, and no way to
+gain privileges (``no_new_privs``; every mount is ``nosuid`` too). Either way a
 seccomp filter (``seccomp_filter``) refuses the key store, io_uring, userfaultfd, perf, bpf, ptrace, mounts and
 new namespaces.
 
@@ -163,7 +164,7 @@ def _argv(
     if drops_root():
         identity: list[str] = []
         as_nobody = [setpriv_path(), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        as_nobody += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+        as_nobody += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
     else:
         identity = [
             "--unshare-user",

@@ -215,13 +215,14 @@ async def test_a_detached_double_forked_process_does_not_outlive_the_call(ending
     assert _processes_with(marker) == []
 
 
-async def test_the_code_runs_as_nobody_with_no_capabilities_and_no_network_interfaces_but_loopback():
+async def test_the_code_runs_as_nobody_with_no_capabilities_no_new_privileges_and_only_loopback():
     code = (
         "import os, socket\nprint(os.getuid(), os.getgid())\n"
         "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+        "print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])\n"
         "print(sorted(name for _, name in socket.if_nameindex()))"
     )
-    assert await run_python(code, LIMITS) == "65534 65534\n0000000000000000\n['lo']"
+    assert await run_python(code, LIMITS) == "65534 65534\n0000000000000000\n1\n['lo']"
 
 
 async def test_only_the_working_directory_and_the_capped_scratch_space_are_writable():

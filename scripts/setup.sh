@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Set up mara-bench in ./.venv from scratch: the CPU torch wheel first (so nothing pulls a CUDA build), then the
-# package. When root, bubblewrap (which isolates the python tool) is installed; `--test` adds the test extras and
+# package. When root, bubblewrap (which isolates the python tool) and util-linux (its setpriv starts the tool's code as
+# nobody when the harness is root) are installed; `--test` adds the test extras and
 # the system packages the tests drive (Chromium, PostgreSQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-system_packages=(bubblewrap)
+system_packages=(bubblewrap util-linux)
 if [[ "${1:-}" == "--test" ]]; then
   system_packages+=(chromium postgresql)
 fi

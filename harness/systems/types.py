@@ -17,12 +17,14 @@ Messages are plain dicts in the chat-template shape: ``{"role": "system"|"user"|
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from copy import deepcopy
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, Self
 
+logger = logging.getLogger(__name__)
 Message = dict[str, str]
 """One chat message: ``{"role": ..., "content": ...}``."""
 
@@ -92,6 +94,9 @@ class Toolbox:
             raise
         except TypeError as err:
             raise ToolError(f"bad arguments for tool {name!r}: {err}") from err
+        except Exception as err:  # noqa: BLE001 - a tool's own failure is the agent's tool error, never a crash
+            logger.exception("tool %r failed in the harness", name)
+            raise ToolError(f"tool {name!r} failed: {type(err).__name__}: {err}") from err
 
 
 @dataclass

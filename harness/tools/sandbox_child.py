@@ -1,9 +1,11 @@
 """The child side of the python tool: set resource limits, install the audit hook if asked, run the code.
 
 Executed as a script (``python -I -B sandbox_child.py WORKDIR CODE_FILE MEMORY_BYTES CPU_SECONDS FILE_BYTES
-GUARD``) by ``harness.tools.python_sandbox``, inside bubblewrap, an Inspect sandbox or (``unisolated``)
+GUARD MAX_PROCESSES``) by ``harness.tools.python_sandbox``, inside bubblewrap, an Inspect sandbox or (``unisolated``)
 directly; it uses only the standard library and is never imported by the harness. ``GUARD`` is ``1`` to
-install the audit hook (``unisolated`` only: the other modes are isolated from outside the process).
+install the audit hook (``unisolated`` only: the other modes are isolated from outside the process);
+``MAX_PROCESSES`` above 0 caps the processes and threads of the code's user (RLIMIT_NPROC: under bubblewrap, its
+user namespace's).
 
 The audit hook refuses, with ``PermissionError``: creating non-Unix sockets, connecting/binding any socket and
 DNS look-ups (no network); starting processes (which could reach the network or escape the limits); opening
@@ -90,7 +92,9 @@ def make_audit_hook(root: str):
 
 
 def main() -> None:
-    workdir, code_file, memory_bytes, cpu_seconds, file_bytes, guard = sys.argv[1:7]
+    workdir, code_file, memory_bytes, cpu_seconds, file_bytes, guard, max_processes = sys.argv[1:8]
+    if int(max_processes) > 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(max_processes), int(max_processes)))
     for limit, value in (
         (resource.RLIMIT_AS, int(memory_bytes)),
         (resource.RLIMIT_CPU, int(cpu_seconds)),

@@ -135,7 +135,7 @@ def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklis
 def _python_tool(settings: ToolSettings) -> ToolFunction:
     """The python tool isolated as ``python_sandbox`` says; bwrap is checked here, before any sample runs."""
     from harness.tools import bwrap
-    from harness.tools.python_sandbox import SandboxLimits, run_python, warn_unisolated
+    from harness.tools.python_sandbox import SandboxLimits, run_python, state_protection, warn_unisolated
 
     limits = SandboxLimits(
         timeout=settings.python_timeout,
@@ -151,11 +151,16 @@ def _python_tool(settings: ToolSettings) -> ToolFunction:
     if settings.python_sandbox == "unisolated":
         warn_unisolated()
     elif problem := bwrap.unavailable_reason(executable):
-        raise ToolConfigError(
-            f"tool 'python' isolates code with bubblewrap, but {problem}: install the Debian package "
-            f"{bwrap.PACKAGE} (apt-get install {bwrap.PACKAGE}), or run code without isolation with "
-            "-T python_sandbox=unisolated"
+        opt_out = "-T python_sandbox=unisolated"
+        remedy = (
+            f"; to run code without isolation, use {opt_out}"
+            if bwrap.installed()
+            else f": install the Debian package {bwrap.PACKAGE} (apt-get install {bwrap.PACKAGE}), or run code "
+            f"without isolation with {opt_out}"
         )
+        raise ToolConfigError(f"tool 'python' isolates code with bubblewrap, but {problem}{remedy}")
+    else:
+        state_protection(executable)
     return functools.partial(
         run_python, limits=limits, executable=executable, isolation=settings.python_sandbox
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.systems.types import ToolError
-from harness.tools import bwrap
+from harness.tools import bwrap, seccomp_filter
 from harness.tools.python_sandbox import SandboxLimits, run_python
 
 pytestmark = pytest.mark.skipif(
@@ -215,13 +215,14 @@ async def test_a_detached_double_forked_process_does_not_outlive_the_call(ending
     assert _processes_with(marker) == []
 
 
-async def test_the_code_runs_as_nobody_with_no_capabilities_and_no_network_interfaces_but_loopback():
+async def test_the_code_runs_as_nobody_with_no_capabilities_no_new_privileges_and_only_loopback():
     code = (
         "import os, socket\nprint(os.getuid(), os.getgid())\n"
         "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+        "print(open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])\n"
         "print(sorted(name for _, name in socket.if_nameindex()))"
     )
-    assert await run_python(code, LIMITS) == "65534 65534\n0000000000000000\n['lo']"
+    assert await run_python(code, LIMITS) == "65534 65534\n0000000000000000\n1\n['lo']"
 
 
 async def test_only_the_working_directory_and_the_capped_scratch_space_are_writable():
@@ -233,12 +234,113 @@ for place in ['/sandbox', '/tmp', '/dev/shm', '/', '/dev', '/opt', '/usr', '/etc
         print(place, 'writable')
     except OSError as error:
         print(place, type(error).__name__)
-print(os.statvfs('/tmp').f_blocks * os.statvfs('/tmp').f_frsize // 2**20)
+for place in ['/sandbox', '/tmp', '/dev/shm']:
+    print(os.statvfs(place).f_blocks * os.statvfs(place).f_frsize // 2**20)
 """
     lines = (await run_python(code, SandboxLimits(timeout=10, memory_mb=300))).splitlines()
-    assert [line.split()[0] for line in lines[:-1] if line.endswith(" writable")] == [
+    assert [line.split()[0] for line in lines[:-3] if line.endswith(" writable")] == [
         "/sandbox",
         "/tmp",
         "/dev/shm",
     ]
-    assert lines[-1] == "300"  # MiB: /tmp is capped at the memory limit
+    assert lines[-3:] == ["100"] * 3  # MiB: the three share the memory limit
+
+
+SYSCTLS = ["kernel/printk_ratelimit", "kernel/core_pattern", "fs/suid_dumpable", "kernel/randomize_va_space"]
+OPEN_HOST_SETTINGS = """
+import os
+for name in {names!r} + ['vm/drop_caches', '../sysrq-trigger']:
+    try:
+        os.close(os.open('/proc/sys/' + name, os.O_WRONLY))
+        print(name, 'opened for writing')
+    except OSError as error:
+        print(name, type(error).__name__)
+"""
+
+
+async def test_host_kernel_settings_cannot_be_opened_for_writing():
+    # Opened, never written: a broken sandbox fails this test without changing the machine.
+    before = {name: Path("/proc/sys", name).read_text() for name in SYSCTLS}
+    output = await run_python(OPEN_HOST_SETTINGS.format(names=SYSCTLS), LIMITS)
+    assert "opened for writing" not in output
+    assert len(output.splitlines()) == len(SYSCTLS) + 2
+    assert {name: Path("/proc/sys", name).read_text() for name in SYSCTLS} == before
+
+
+def _keyctl(*arguments) -> int:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    answer = libc.syscall(*arguments)
+    if answer < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return answer
+
+
+ADD_KEY, KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, KEY_SPEC_SESSION_KEYRING = 248, 250, 1, -3
+
+
+@pytest.fixture
+def key_in_the_harness_session_keyring() -> tuple[int, str]:
+    """A secret stored in a session keyring this (test) process joins, as a systemd service's would be."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the key store's system call numbers are written for x86-64")
+    try:
+        _keyctl(KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, f"mara-test-{uuid.uuid4().hex}".encode(), 0, 0, 0)
+        key = _keyctl(
+            ADD_KEY, b"user", b"mara-canary", SECRET.encode(), len(SECRET), KEY_SPEC_SESSION_KEYRING
+        )
+    except OSError as error:
+        pytest.skip(f"this machine refuses the harness a session keyring ({error})")
+    return key, SECRET
+
+
+READ_KEYS = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+buffer = ctypes.create_string_buffer(4096)
+found = libc.syscall(250, 10, -3, b'user', b'mara-canary', 0)  # KEYCTL_SEARCH the session keyring
+print('search', found, ctypes.get_errno())
+for key in (found, {key}):
+    print('read', libc.syscall(250, 11, key, buffer, 4096), ctypes.get_errno(), buffer.value)  # KEYCTL_READ
+"""
+
+
+async def test_a_key_in_the_harness_session_keyring_cannot_be_read(key_in_the_harness_session_keyring):
+    key, secret = key_in_the_harness_session_keyring
+    output = await run_python(READ_KEYS.format(key=key), LIMITS)
+    assert secret not in output
+    assert output.splitlines()[0] == f"search -1 {errno.EPERM}"
+
+
+KERNEL_SURFACE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+calls = {{
+    'unshare user namespace': lambda: libc.unshare(0x10000000),
+    'unshare mount namespace': lambda: libc.unshare(0x00020000),
+    'io_uring_setup': lambda: libc.syscall({io_uring_setup}, 8, ctypes.create_string_buffer(120)),
+    'userfaultfd': lambda: libc.syscall({userfaultfd}, 0),
+    'perf_event_open': lambda: libc.syscall({perf_event_open}, ctypes.create_string_buffer(128), 0, -1, -1, 0),
+    'bpf': lambda: libc.syscall({bpf}, 0, ctypes.create_string_buffer(128), 128),
+    'ptrace': lambda: libc.syscall({ptrace}, 16, 1, 0, 0),  # PTRACE_ATTACH to the namespace's init
+    'mount': lambda: libc.mount(b'none', b'/tmp', b'tmpfs', 0, None),
+}}
+for name, call in calls.items():
+    print(name, call(), ctypes.get_errno())
+pid = os.fork()  # a plain fork still works
+if pid == 0:
+    os._exit(7)
+print('fork', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(
+    seccomp_filter.program() is None, reason="no seccomp filter for this machine's system calls"
+)
+async def test_new_namespaces_and_the_kernel_surface_an_interpreter_does_not_need_are_refused():
+    output = await run_python(KERNEL_SURFACE.format(**seccomp_filter.call_numbers()), LIMITS)
+    *refused, fork = output.splitlines()
+    assert len(refused) == 8
+    assert all(line.endswith(f" -1 {errno.EPERM}") for line in refused), output
+    assert fork == "fork 7"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import pytest
 from inspect_ai import Task, eval
@@ -45,8 +46,11 @@ def test_bwrap_that_cannot_create_namespaces_is_refused_with_its_reason(
     monkeypatch.setattr(bwrap, "BWRAP", str(denied))
     with pytest.raises(ToolConfigError) as caught:
         build_toolbox(["python"])
-    problem = f"{denied} cannot create a sandbox here (bwrap: No permissions to create new namespace)"
-    assert str(caught.value) == REFUSAL.format(problem=problem)
+    assert str(caught.value) == (
+        f"tool 'python' isolates code with bubblewrap, but {denied} could not start {sys.executable} in a "
+        "sandbox (bwrap: No permissions to create new namespace); to run code without isolation, use "
+        "-T python_sandbox=unisolated"
+    )
 
 
 async def test_unisolated_runs_without_bwrap_and_warns_once(monkeypatch, caplog, fresh_bwrap_check):
@@ -57,6 +61,26 @@ async def test_unisolated_runs_without_bwrap_and_warns_once(monkeypatch, caplog,
     assert await toolboxes[0].call("python", code="print(6 * 7)") == "42"
     [warning] = caplog.records
     assert "python_sandbox=unisolated runs agent code on this machine" in warning.getMessage()
+
+
+@pytest.mark.skipif(bwrap.unavailable_reason(sys.executable) is not None, reason="bubblewrap cannot run here")
+async def test_bwrap_states_the_protection_in_force_when_built_and_from_its_first_call(monkeypatch, caplog):
+    monkeypatch.setattr(python_sandbox.call_cgroup, "parents", lambda: None)  # as on a machine without one
+    monkeypatch.setattr(python_sandbox.bwrap, "drops_root", lambda: False)
+    python_sandbox.protection_line.cache_clear()
+    python_sandbox._state_protection_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=python_sandbox.__name__):
+        toolbox = build_toolbox(["python"])
+        await toolbox.call("python", code="print(1)")
+        await toolbox.call("python", code="print(2)")
+    python_sandbox.protection_line.cache_clear()
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2  # built, first call
+    assert lines[0] == lines[1]
+    assert lines[0].startswith(
+        "python tool isolation: bubblewrap, code as uid 65534 in its own user namespace; "
+    )
+    assert "; NO per-call cgroup (no writable, delegated cgroup here): " in lines[0]
 
 
 def test_an_unknown_sandbox_is_a_build_error():

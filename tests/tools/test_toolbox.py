@@ -4,10 +4,11 @@ tool failures reaching a system as recorded ToolErrors (Inspect-free)."""
 from __future__ import annotations
 
 import copy
+import logging
 
 import pytest
 
-from harness.systems.types import EpisodeRecorder, Reply, ToolError
+from harness.systems.types import EpisodeRecorder, Reply, Toolbox, ToolError
 from harness.tools import (
     DEFAULT_BLOCKLIST,
     Blocklist,
@@ -130,6 +131,17 @@ async def test_a_failing_tool_reaches_the_system_as_a_recorded_tool_error():
     assert (worked.output, worked.error) == ("42", None)
     assert missing.error == "unknown tool 'search'; available tools: python"
     assert [call.name for call in recorder.episode.tool_calls] == ["python", "python", "search"]
+
+
+async def test_a_tool_that_fails_in_the_harness_reaches_the_system_as_a_tool_error_and_the_log(caplog):
+    async def broken(**arguments):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    recorder = EpisodeRecorder("react", "question?", no_chat, Toolbox({"python": broken}))
+    with caplog.at_level(logging.ERROR, logger="harness.systems.types"):
+        failed = await recorder.tool("python", turn=1, code="print(1)")
+    assert failed.error == "tool 'python' failed: RecursionError: maximum recursion depth exceeded"
+    assert "tool 'python' failed in the harness" in caplog.text
 
 
 async def test_tool_text_keeps_its_documents_through_the_recorder_and_copies(bm25_index):

@@ -302,7 +302,7 @@ def test_mask_protocol_uses_the_mask_lexical_variant(load_task):
         (
             {"temperature_x": 1},
             ValueError,
-            r"does not take option\(s\) temperature_x; valid options: system_prompt",
+            r"unknown -T option\(s\) temperature_x; .*system 'direct' options: system_prompt",
         ),
         ({"epochs": 0}, ValueError, r"epochs=0 must be a positive integer"),
         ({"reducers": "best@3"}, ValueError, r"unknown reducer 'best@3'"),

@@ -18,6 +18,7 @@ from harness.systems.accounting import record_account
 from harness.systems.inspect_adapter import InspectChat, store_episode
 from harness.systems.options import check_options, option_names
 from harness.systems.types import Chat, Episode, Toolbox
+from harness.toolcache.counts import counting
 from harness.tools.settings import ToolSettings
 from harness.typed_config import ConfigError, did_you_mean
 from judges.named import lookup
@@ -132,6 +133,18 @@ def build_toolbox(spec: SystemSpec, settings: dict[str, Any]) -> Toolbox:
     return build_tools([*chosen, *spec.helper_tools], **settings)
 
 
+def tool_cache_summary(spec: SystemSpec, tool_settings: dict[str, Any]) -> dict[str, Any] | None:
+    """What a log records about the tool cache of ``spec`` run with ``tool_settings`` (``None`` when off or the
+    system has no tools): mode, store, snapshot and its id. Call after the toolbox was built (it checked them)."""
+    settings = ToolSettings.from_options({k: v for k, v in tool_settings.items() if k != TOOLS_OPTION})
+    if not spec.tools or settings.tool_cache == "off":
+        return None
+    from harness.toolcache import ToolCache, open_store
+
+    store = open_store(settings.tool_store_location(), create=False)
+    return ToolCache(store, settings.tool_snapshot, settings.tool_cache).summary()
+
+
 async def run_system(name: str, question: str, chat: Chat, toolbox: Toolbox, **options: Any) -> Episode:
     """Run system ``name`` on one question (the trainer's entry point)."""
     spec = get_system(name)
@@ -176,7 +189,8 @@ def system_solver(system: str = "direct", **options: Any) -> Solver:
     A system taking a ``system_prompt`` gets the sample's answer-format instruction (sample metadata
     ``instruction``, set by the benchmark loader) unless the user gave one, and then the question in the
     benchmark's user template when it has one (FlashRAG's ``Question: {question}`` for the QA sets). The
-    sample gets the Episode (``inspect_adapter.store_episode``) and its ``accounting`` score (what it cost).
+    sample gets the Episode (``inspect_adapter.store_episode``) and its ``accounting`` score (what it cost, and
+    with ``-T tool_cache`` on, the cache's ``tool_cache_hit/miss/record/live`` counts).
     """
     spec = get_system(system)
     system_options, tool_settings = spec.split_options(options)
@@ -187,9 +201,11 @@ def system_solver(system: str = "direct", **options: Any) -> Solver:
         chat = InspectChat(spans=len(spec.roles) > 1)
         options = sample_options(spec, system_options, state.metadata)
         question = sample_question(spec, system_options, state.metadata, state.input_text)
-        episode = await spec.run(question, chat, toolbox, **options)
+        with counting() as cache_counts:
+            episode = await spec.run(question, chat, toolbox, **options)
         store_episode(state, episode)
-        record_account(state, episode, spec.roles, counted_tools)
+        extra = cache_counts.as_metrics() if toolbox.cache is not None else {}
+        record_account(state, episode, spec.roles, counted_tools, extra)
         return state
 
     return solve

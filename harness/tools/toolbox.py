@@ -3,12 +3,17 @@
 Each tool's module is imported when that tool is built, so a system loads only the tools it uses: ``python`` never
 loads the web stack, ``browse`` loads trafilatura and pypdf, local ``search``/``retrieve`` load the retrieval index
 (numpy, faiss or bm25s), and a tool-less system (``direct``, ``vc``) imports none of them.
+
+With ``tool_cache`` on, every tool sits behind the tool-response store here (``harness.toolcache``), the one seam
+evaluation, training and MARS's own page reads share; in ``replay`` no live tool is built at all (no API key,
+index or sandbox needed, nothing can reach the network).
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from harness.systems.types import Toolbox, ToolFunction
@@ -103,6 +108,8 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         blocklist = Blocklist(settings.blocklist)
     except ValueError as err:
         raise ToolConfigError(f"tool setting blocklist: {err}") from err
+    if settings.tool_cache == "replay":
+        return _cached_toolbox(list(dict.fromkeys(names)), settings, builders=None)
     builders = {
         "search": lambda: _query_tool(
             "search",
@@ -115,7 +122,28 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         "browse": lambda: _browse_tool(settings, http, blocklist),
         "python": lambda: _python_tool(settings),
     }
+    if settings.tool_cache != "off":
+        return _cached_toolbox(list(dict.fromkeys(names)), settings, builders)
     return Toolbox({name: builders[name]() for name in dict.fromkeys(names)})
+
+
+def _cached_toolbox(
+    names: list[str], settings: ToolSettings, builders: dict[str, Callable[[], ToolFunction]] | None
+) -> Toolbox:
+    """The named tools behind the run's tool cache; ``builders`` ``None``: replay only, no live tool built."""
+    from harness.toolcache import open_cache, tool_variant
+
+    cache = open_cache(
+        settings.tool_cache,
+        settings.tool_snapshot,
+        settings.tool_store_location(),
+        settings.tool_store_max_mb * 2**20 if settings.tool_store_max_mb else None,
+    )
+    tools = {
+        name: cache.wrap(name, builders[name]() if builders else None, tool_variant(name, settings))
+        for name in names
+    }
+    return Toolbox(tools, cache=cache)
 
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:

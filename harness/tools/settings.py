@@ -109,6 +109,12 @@ class ToolSettings:
             return tuple(str(item).strip() for item in items if str(item).strip())
         return items
 
+    @field_validator("tool_cache", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """``-T tool_cache=off`` arrives as ``False``: Inspect reads ``-T`` values as YAML, where off is false."""
+        return "off" if value is False else value
+
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> ToolSettings:
         """The settings given by ``options`` (the rest defaulted); a problem raises ``ToolConfigError``."""

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from harness.systems.types import Episode
+from harness.toolcache.counts import counting
 from trainer import role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
@@ -95,12 +96,15 @@ class Trainer:
         self.policy.eval()
         with self.dist.gathered(self.policy):
             self.rollout.sync(self.policy)
-            episodes, unscored = asyncio.run(self._rollout(items))
+            with counting() as cache_counts:
+                episodes, unscored = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
         groups = rewarded_groups(self.method, self.task, self.tokenizer, items, episodes)
         scored = time.perf_counter()
         metrics = reward_metrics(self.dist, concatenate(groups))
         metrics.update(episode_metrics(self.dist, self.method, items, episodes, unscored, groups))
+        if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
+            metrics.update(cache_counts.as_metrics())
         rows = training_rows(groups, self.method, self.config.algorithm, self.dist)
         samples = concatenate(rows.groups)
         if rows.finite:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.systems.types import Toolbox, ToolFunction
 from harness.tools.blocklist import Blocklist
@@ -22,7 +22,12 @@ from harness.tools.queries import SearchOne, answer_queries
 from harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
 from harness.tools.web import HttpSettings
 
+if TYPE_CHECKING:
+    from harness.toolcache import ToolCache
+
 TOOL_NAMES = ("search", "retrieve", "scholar", "browse", "python")
+CACHE_SETTINGS = ("tool_cache", "tool_snapshot", "tool_store", "tool_store_max_mb")
+"""The settings of the tool cache alone (what ``with_tool_cache`` takes)."""
 API_KEYS = {"serper": "SERPER_API_KEY", "serpapi": "SERPAPI_API_KEY"}
 WEB_K, CORPUS_K = 10, 5
 
@@ -131,19 +136,41 @@ def _cached_toolbox(
     names: list[str], settings: ToolSettings, builders: dict[str, Callable[[], ToolFunction]] | None
 ) -> Toolbox:
     """The named tools behind the run's tool cache; ``builders`` ``None``: replay only, no live tool built."""
-    from harness.toolcache import open_cache, tool_variant
+    from harness.toolcache import tool_variant
 
-    cache = open_cache(
-        settings.tool_cache,
-        settings.tool_snapshot,
-        settings.tool_store_location(),
-        settings.tool_store_max_mb * 2**20 if settings.tool_store_max_mb else None,
-    )
+    cache = _open_cache(settings)
     tools = {
         name: cache.wrap(name, builders[name]() if builders else None, tool_variant(name, settings))
         for name in names
     }
     return Toolbox(tools, cache=cache)
+
+
+def with_tool_cache(toolbox: Toolbox, **options: Any) -> Toolbox:
+    """``toolbox`` (a task's own tools, say) behind the tool cache that ``options`` (the ``tool_cache*`` and
+    ``tool_snapshot``/``tool_store`` settings only) configure; ``toolbox`` itself when the cache is off. The task
+    that built the tools decides their settings, so its responses are keyed by tool name and arguments alone."""
+    settings = ToolSettings.from_options(options)
+    if settings.tool_cache == "off":
+        return toolbox
+    cache = _open_cache(settings)
+    live = settings.tool_cache != "replay"
+    tools = {
+        name: cache.wrap(name, functools.partial(toolbox.call, name) if live else None, {})
+        for name in toolbox.names()
+    }
+    return Toolbox(tools, cache=cache)
+
+
+def _open_cache(settings: ToolSettings) -> ToolCache:
+    from harness.toolcache import open_cache
+
+    return open_cache(
+        settings.tool_cache,
+        settings.tool_snapshot,
+        settings.tool_store_location(),
+        settings.tool_store_max_mb * 2**20 if settings.tool_store_max_mb else None,
+    )
 
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:

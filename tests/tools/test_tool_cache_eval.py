@@ -14,6 +14,12 @@ from pathlib import Path
 
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from leaderboards.compare import NOT_COMPARABLE, compare_pair
+from leaderboards.site import render_site
+from leaderboards.store import HistoryStore, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = {"q1": ("Which river is longest in Zorvan?", "alpha"), "q2": ("Who founded Belcor?", "beta")}
@@ -146,6 +152,26 @@ def test_a_pinned_snapshot_replays_night_one_exactly_with_no_network_after_the_w
     live, meta3 = inspect_eval(tmp_path, "3", web, {"tool_cache": "off"}, keyed)
     assert live["em"] == pytest.approx(1 / 3) and live["em"] != night1["em"]
     assert meta3["tool_cache"] is None and len(web.requests) == recorded_requests + 6
+
+    the_leaderboard_tells_the_snapshots_apart(tmp_path, snapshot_id)
+
+
+def the_leaderboard_tells_the_snapshots_apart(tmp_path: Path, snapshot_id: str) -> None:
+    """Ingested, the three nights carry their tool responses; the replayed night compared with the live one is
+    "not comparable", never a regression, and the site says the rows saw different pages."""
+    history = HistoryStore(str(tmp_path / "history.sqlite"))
+    for night in ("1", "2", "3"):
+        history.ingest(str(tmp_path / f"logs-{night}"))
+    runs = history.runs()
+    short = snapshot_id.removeprefix("sha256:")[:12]
+    assert [run.tool_snapshot for run in runs] == ["night1 (open, record)", f"night1@{short}", None]
+    comparison = compare_pair(history, runs[2], runs[1], "previous night")
+    assert comparison.status == NOT_COMPARABLE and comparison.test is None
+    assert f"tool responses differ (night1@{short} → live web)" in comparison.reason
+    with Session(history.engine) as session, session.begin():  # the replayed night as a row of its own
+        session.execute(update(Run).where(Run.id == runs[1].id).values(checkpoint="replayed"))
+    page = render_site(history, tmp_path / "site", runs[2].night, []).read_text()
+    assert "saw different tool responses (live web, night1@" in page
 
 
 def test_an_unknown_snapshot_stops_inspect_eval_with_one_line_before_any_sample(tmp_path, web):

@@ -1,7 +1,7 @@
 """Record and replay every tool response, shared by evaluation and training (``-T tool_cache=``).
 
-``store`` keeps responses content-addressed in named snapshots (local folder: SQLite index + compressed blobs; or
-any fsspec URL); ``cached`` puts tools behind it in one of the modes ``off|record|replay|replay-or-record``;
+``store`` keeps responses content-addressed in named snapshots (``local_store``: a folder with a SQLite index and
+compressed blobs; ``remote_store``: any fsspec URL); ``cached`` puts tools behind it in one of the modes ``off|record|replay|replay-or-record``;
 ``variants`` says which settings key a response; ``archive`` moves a snapshot as one tar file; ``cli`` is
 ``mara tools``. See docs/tool-cache.md.
 """

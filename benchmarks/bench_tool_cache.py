@@ -21,15 +21,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from _pairs import interleaved_pairs, ratio_spread
+from _pairs import Spread, interleaved_pairs, ratio_spread
 
 from harness.systems.types import Toolbox
 from harness.tools import build_toolbox
 
-QUERIES = 25
+QUERIES = 10
 CALLS = 2 * QUERIES
 """Calls per side per round: one search and one page read per query."""
-ROUNDS = 9
+ROUNDS = 5
 
 
 class _Web(BaseHTTPRequestHandler):
@@ -94,6 +94,10 @@ def _per_call(toolbox: Toolbox, url: str) -> float:
     return (time.perf_counter() - start) / CALLS
 
 
+def _spread(spread: Spread) -> str:
+    return f"{spread.min:.4f}/{spread.median:.4f}/{spread.max:.4f}"
+
+
 def test_replay_and_record_vs_a_live_local_server_per_call(benchmark, server, tmp_path):
     store = tmp_path / "store"
     live = _toolbox(server, store, "off", "unused")
@@ -129,6 +133,6 @@ def test_replay_and_record_vs_a_live_local_server_per_call(benchmark, server, tm
     )
     print(
         f"\nper call, medians: live {live_ms:.2f} ms, replay {replay_ms:.2f} ms, record {record_ms:.2f} ms; "
-        f"replay/live per pair min/median/max {replay_ratio}; record/live {record_ratio} "
+        f"replay/live per pair min/median/max {_spread(replay_ratio)}; record/live {_spread(record_ratio)} "
         f"({ROUNDS} interleaved pairs of {CALLS} calls)"
     )

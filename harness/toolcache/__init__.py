@@ -6,14 +6,13 @@ compressed blobs; ``remote_store``: any fsspec URL); ``cached`` puts tools behin
 ``mara tools``. See docs/tool-cache.md.
 """
 
-from harness.toolcache.cached import MODES, ToolCache, open_cache
+from harness.toolcache.cached import ToolCache, open_cache
 from harness.toolcache.counts import COUNT_KEYS, CacheCounts, counting
 from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
 from harness.toolcache.variants import tool_variant
 
 __all__ = [
     "COUNT_KEYS",
-    "MODES",
     "CacheCounts",
     "ResponseStore",
     "Snapshot",

@@ -26,7 +26,6 @@ from harness.toolcache.store import ResponseStore, StoreError, canonical_json, o
 from harness.tools.output import ToolText
 
 Mode = Literal["off", "record", "replay", "replay-or-record"]
-MODES: tuple[str, ...] = ("off", "record", "replay", "replay-or-record")
 VERBATIM_ARGUMENTS = frozenset({"code"})
 """Arguments whose whitespace matters (python source), kept exactly."""
 

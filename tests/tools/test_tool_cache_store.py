@@ -13,6 +13,7 @@ import zlib
 
 import pytest
 
+from harness.cli import main as mara
 from harness.systems.types import ToolError
 from harness.toolcache import open_cache, open_store
 from harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
@@ -255,3 +256,26 @@ def test_two_processes_recording_into_one_store_at_once_lose_nothing(tmp_path):
         assert run(tool(query=query)) == f"answer {query}"
     (check,) = sqlite3.connect(tmp_path / "index.sqlite").execute("PRAGMA integrity_check").fetchone()
     assert check == "ok"
+
+
+def test_mara_tools_lists_freezes_exports_and_imports_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    record = open_cache("record", "n1", str(tmp_path / "a"), None)
+    run(record.wrap("search", recording_tool([]), {})(query="q"))
+    store = ["--store", str(tmp_path / "a")]
+    assert mara(["tools", "list", *store]) == 0
+    assert capsys.readouterr().out.startswith("n1  1 responses  open")
+    assert mara(["tools", "export", "n1", str(tmp_path / "n1.tar"), *store]) == 0
+    exported = capsys.readouterr().out.split()[-1]
+    assert mara(["tools", "import", str(tmp_path / "n1.tar"), "--store", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.split()[-1] == exported  # the same snapshot id
+
+    (tmp_path / "junk.tar").write_bytes(b"not a tar")
+    for argv in (
+        ["tools", "freeze", "n9", *store],
+        ["tools", "list", "--store", str(tmp_path / "absent")],
+        ["tools", "import", str(tmp_path / "junk.tar"), "--store", str(tmp_path / "c")],
+    ):
+        assert mara(argv) == 2
+        error = capsys.readouterr().err
+        assert error.startswith("mara tools: ") and error.count("\n") == 1
+    assert not (tmp_path / "c").exists()  # a refused import leaves no store behind

@@ -4,7 +4,8 @@
 options, data selection) so that a bad ``-T`` value stops the run at task creation, before any sample runs, with a
 message listing the valid values (one line under ``inspect eval``: ``harness.prerequisites``). The task's metadata
 records what was evaluated and how: benchmark, source and its revision or file sha256, row count, sha256 of the id
-list, protocol, judge and judge model, and, for ``local/`` models, the checkpoint each resolved to
+list, protocol, judge and judge model, the tool cache (``tool_cache``: mode, store, snapshot and its id), and, for
+``local/`` models, the checkpoint each resolved to
 (``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for ``--model-role`` ones: path,
 step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which model served each agent role
 (``role_models``; per-role tokens are in the ``accounting`` score).
@@ -24,7 +25,7 @@ from harness.datasets import get_benchmark, load_benchmark
 from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
-from harness.systems import get_system, system_solver
+from harness.systems import get_system, system_solver, tool_cache_summary
 from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
@@ -170,6 +171,7 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         )
     )
     system_spec = get_system(system)
+    tool_cache = tool_cache_summary(system_spec, system_spec.split_options(effective_options)[1])
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
     )
@@ -207,6 +209,7 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         if second_roles is not None
         else None,
         "role_models": _role_models(system_spec.roles, task_roles),
+        "tool_cache": tool_cache,
         **_checkpoint_records(task_roles),
     }
     return Task(

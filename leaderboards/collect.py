@@ -103,6 +103,8 @@ class RunRecord:
     suite: str | None
     headline_score: str | None
     headline_metric: str | None
+    tool_snapshot: str | None = None
+    """The tool responses the run saw (``tool_snapshot_label``); ``None``: the live web, no tool cache."""
     n_samples: int = 0
     """Distinct sample ids in the log, scored or not."""
     unscored: int = 0
@@ -177,6 +179,7 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         suite=metadata.get(META_SUITE),
         headline_score=headline_score,
         headline_metric=headline_metric,
+        tool_snapshot=tool_snapshot_label(metadata.get("tool_cache")),
         n_samples=len({str(summary.id) for summary in summaries}),
         unscored=_unscored(summaries, headline_score),
         metrics=[
@@ -185,6 +188,17 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         ],
         samples=samples,
     )
+
+
+def tool_snapshot_label(cache: object) -> str | None:
+    """Which tool responses a run saw, from its task metadata ``tool_cache``: ``NAME@<id>`` for a frozen snapshot
+    (the same responses every night), ``NAME (open, <mode>)`` for one still being recorded, ``None`` for the live
+    web (no cache)."""
+    if not isinstance(cache, dict) or not cache.get("snapshot"):
+        return None
+    if cache.get("frozen") and cache.get("snapshot_id"):
+        return f"{cache['snapshot']}@{str(cache['snapshot_id']).removeprefix('sha256:')[:12]}"
+    return f"{cache['snapshot']} (open, {cache.get('mode')})"
 
 
 def _headline(log: EvalLog) -> tuple[str | None, str | None, dict[str, str]]:

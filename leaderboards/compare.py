@@ -2,7 +2,8 @@
 
 A comparison pairs a candidate run with a baseline run on the same task, system and protocol: the previous night
 of the same checkpoint, a run from ``--baseline`` logs, or another checkpoint named in the suite's ``comparisons``.
-Runs on a different dataset (hash) or judged differently are "not comparable" — never a regression. Comparable
+Runs on a different dataset (hash), judged differently, or that saw other tool responses (another tool snapshot,
+or the live web against a snapshot) are "not comparable" — never a regression. Comparable
 pairs are tested on their common sample ids (:mod:`leaderboards.stats`) and the p-values of the whole night are
 adjusted together (Holm or BH) before deciding. Each tested pair also reports the smallest drop it could detect
 (80% power, from its observed discordance), so "no regression" on too few samples reads as such. A regression on an
@@ -213,6 +214,11 @@ def _not_comparable_reason(candidate: Run, baseline: Run) -> str | None:
         return (
             f"judge changed ({baseline.judge} / {baseline.judge_model or 'no judge model'} → "
             f"{candidate.judge} / {candidate.judge_model or 'no judge model'})"
+        )
+    if candidate.tool_snapshot != baseline.tool_snapshot:
+        return (
+            f"tool responses differ ({baseline.tool_snapshot or 'live web'} → "
+            f"{candidate.tool_snapshot or 'live web'}): a change may be the web moving, not the model"
         )
     if candidate.headline_score is None or candidate.headline_score != baseline.headline_score:
         return f"headline score differs ({baseline.headline_score} → {candidate.headline_score})"

@@ -1,7 +1,8 @@
 """Run a suite through Inspect's ``eval_set``: one task per checkpoint × task × system × protocol.
 
 Each task carries the leaderboard identity in its metadata (suite, checkpoint, leaderboard task name, night, and the
-mara-bench code version) so that the logs can be collected without the suite file. ``eval_set`` is resumable: a
+mara-bench code version) so that the logs can be collected without the suite file. A suite's ``settings.tools``
+pins every tool-using run to one tool snapshot (``-T tool_cache/tool_snapshot/tool_store``). ``eval_set`` is resumable: a
 second call into the same log directory only runs what is missing or failed.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 from inspect_ai import Task, eval_set, task_with
 from inspect_ai.model import get_model, model_roles
 
+from harness.systems import get_system
 from judges.inspect_compat import init_model_roles
 from leaderboards.suite import Checkpoint, RoleMatrix, Suite, SuiteError, SuiteTask
 
@@ -122,6 +124,8 @@ def _bound_task(
     extra_metadata: dict[str, Any] | None = None,
 ) -> Task:
     args = dict(suite_task.args)
+    if suite.settings.tools is not None and get_system(system or "direct").tools:
+        args = {**suite.settings.tools.task_args(), **args}
     if system is not None:
         args["system"] = system
     if protocol is not None:

@@ -51,6 +51,9 @@ class TaskBoard:
     metric: str
     rows: list[BoardRow]
     trend_png: str
+    tool_snapshots: list[str] = field(default_factory=list)
+    """The tool responses the rows saw, when they differ (``live web`` or ``NAME@id``): their scores were
+    measured on different pages, which the board says above the table."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,10 @@ def _boards(store: HistoryStore, runs: list[Run], out_dir: Path, assets: Path) -
             {label: list(points.values()) for label, points in nightly.items()},
             metric,
         )
-        boards.append(TaskBoard(task=task, metric=metric, rows=rows, trend_png=f"assets/{png.name}"))
+        seen = sorted({run.tool_snapshot or "live web" for run in ranked})
+        boards.append(
+            TaskBoard(task, metric, rows, f"assets/{png.name}", tool_snapshots=seen if len(seen) > 1 else [])
+        )
     return boards
 
 

@@ -75,6 +75,8 @@ class Run(Base):
     headline_ci_low: Mapped[float | None] = mapped_column(Float)
     headline_ci_high: Mapped[float | None] = mapped_column(Float)
     n_samples: Mapped[int] = mapped_column(Integer)
+    tool_snapshot: Mapped[str | None] = mapped_column(String(300))
+    """The tool responses the run saw (a frozen snapshot ``NAME@id``); ``None``: the live web."""
     n_unscored: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Samples the grader could not judge (or that errored): shown beside every metric of the run."""
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -190,6 +192,7 @@ class HistoryStore:
                     headline_value=headline.value if headline else None,
                     headline_ci_low=headline.ci_low if headline else None,
                     headline_ci_high=headline.ci_high if headline else None,
+                    tool_snapshot=record.tool_snapshot,
                     n_samples=record.n_samples,
                     n_unscored=record.unscored,
                     ingested_at=datetime.now(UTC),

@@ -6,7 +6,8 @@ system or protocol name, or a reference to an undeclared checkpoint or task rais
 ``<file>: <dotted.key>: <problem>; <fix>``. Example (see ``leaderboards/suites/*.yaml``)::
 
     name: nightly
-    settings: {alpha: 0.05, correction: holm, min_effect: 0.0, eval: {limit: 50}}
+    settings: {alpha: 0.05, correction: holm, min_effect: 0.0, eval: {limit: 50},
+               tools: {snapshot: web-2026-11, cache: replay}}   # tool-using systems replay this snapshot
     checkpoints:
       - name: mars-8b-step200
         model: local/runs/mars-8b/step_200
@@ -258,6 +259,23 @@ class RoleMatrix:
 
 
 @config_dataclass(frozen=True, error=SuiteError)
+class ToolPin:
+    """The tool responses every tool-using run of the suite sees (``harness.toolcache``): a pinned snapshot."""
+
+    snapshot: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+    """The snapshot (``-T tool_snapshot``); freeze it (``mara tools freeze``) so every night sees the same pages."""
+    cache: Literal["replay", "replay-or-record", "record"] = "replay"
+    """``-T tool_cache``: ``replay`` (the default) never touches the network."""
+    store: StrictStr | None = None
+    """``-T tool_store`` (default: ``MARA_TOOL_STORE``, else ``~/.cache/mara-bench/tool-store``)."""
+
+    def task_args(self) -> dict[str, str]:
+        """The ``-T`` settings that pin the snapshot."""
+        pinned = {"tool_cache": self.cache, "tool_snapshot": self.snapshot}
+        return {**pinned, "tool_store": self.store} if self.store else pinned
+
+
+@config_dataclass(frozen=True, error=SuiteError)
 class Settings:
     """Statistics and eval options for the whole suite."""
 
@@ -273,6 +291,8 @@ class Settings:
     second grader with ``args: {second_grader: MODEL}``."""
     eval: dict[str, Any] = Field(default_factory=dict)
     """``eval_set`` options (``EvalOptions``), only those given."""
+    tools: ToolPin | None = None
+    """A tool snapshot every run of a tool-using system is pinned to (a task's own ``args`` may override it)."""
 
     @field_validator("eval", mode="before")
     @classmethod

@@ -1,4 +1,5 @@
-"""``mara train CONFIG.yaml [--out DIR] [--resume]``: run a training recipe with a progress bar and metrics.
+"""``mara train CONFIG.yaml [--out DIR] [--resume] [--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``:
+run a training recipe with a progress bar and metrics (the tool flags record or replay the rollouts' tool calls).
 
 A bad recipe, a bad ``--steps`` or ``--resume`` on a run directory with no checkpoint is one line on stdout and
 exit code 2, before any model is built.
@@ -10,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.invocation import user_path
 from trainer.config import ConfigError, load_config, replace, to_dict
 
 
@@ -21,18 +23,45 @@ def main(argv: list[str]) -> int:
         "--resume", action="store_true", help="continue from the run directory's latest checkpoint"
     )
     parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
+    parser.add_argument(
+        "--tool-cache",
+        help="record/replay the rollouts' tool responses: off|record|replay|replay-or-record (as -T tool_cache)",
+    )
+    parser.add_argument("--tool-snapshot", help="the tool-store snapshot recorded into or replayed")
+    parser.add_argument("--tool-store", help="the tool store: a folder or an fsspec URL")
     args = parser.parse_args(argv)
     run_dir = Path(args.out or Path("runs") / Path(args.config).stem)
     try:
         config = load_config(args.config)
         if args.steps is not None:
             config = replace(config, "--steps", steps=args.steps)
+        config = with_tool_cache_flags(config, args)
         if args.resume:
             check_resumable(run_dir)
     except ConfigError as err:
         print(f"mara train: {err}")
         return 2
     return train(config, run_dir, resume=args.resume)
+
+
+def with_tool_cache_flags(config, args: argparse.Namespace):
+    """``config`` with ``--tool-cache/--tool-snapshot/--tool-store`` set in ``task.system_options`` (the same
+    settings a recipe or ``-T`` gives), checked like the recipe."""
+    flags = {
+        "tool_cache": args.tool_cache,
+        "tool_snapshot": args.tool_snapshot,
+        "tool_store": args.tool_store,
+    }
+    given = {name: value for name, value in flags.items() if value is not None}
+    if not given:
+        return config
+    if "tool_store" in given:
+        given["tool_store"] = (
+            given["tool_store"] if "://" in given["tool_store"] else str(user_path(given["tool_store"]))
+        )
+    task = to_dict(config)["task"]
+    task["system_options"] = {**task["system_options"], **given}
+    return replace(config, "--tool-cache", task=task)
 
 
 def check_resumable(run_dir: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from harness.systems.types import Episode
+from harness.toolcache.counts import counting
 from trainer import role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
@@ -96,7 +97,8 @@ class Trainer:
         self.policy.eval()
         with self.dist.gathered(self.policy):
             self.rollout.sync(self.policy)
-            episodes, unscored = asyncio.run(self._rollout(items))
+            with counting() as cache_counts:
+                episodes, unscored = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
         groups = rewarded_groups(self.method, self.task, self.tokenizer, items, episodes)
         scored = time.perf_counter()
@@ -104,6 +106,8 @@ class Trainer:
         if isinstance(self.rollout.chat, RoutedChat):
             metrics.update(self.rollout.chat.take_served())
         metrics.update(episode_metrics(self.dist, self.method, items, episodes, unscored, groups))
+        if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
+            metrics.update(cache_counts.as_metrics())
         rows = training_rows(
             groups, self.method, self.config.algorithm, self.dist, self.config.rollout.frozen_roles
         )

@@ -25,6 +25,7 @@ import torch
 from harness.providers.generation import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Episode, Toolbox
+from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.frozen_roles import RoutedChat
@@ -95,16 +96,18 @@ def seed_step(seed: int, step: int, rank: int) -> None:
 
 
 def task_toolbox(task: Any, system: Any, tool_settings: dict[str, Any]) -> Toolbox:
-    """The task's own toolbox when it has one (an offline corpus, say), else the system's tools as configured."""
+    """The task's own toolbox when it has one (an offline corpus, say), else the system's tools as configured;
+    either behind the tool cache when ``tool_settings`` turn it on (``tool_cache``, ``tool_snapshot``, ...)."""
     own = getattr(task, "toolbox", None)
     if own is None:
         return build_toolbox(system, tool_settings)
-    if tool_settings:
+    others = sorted(set(tool_settings) - set(CACHE_SETTINGS))
+    if others:
         raise ValueError(
-            f"the task provides its own toolbox; remove the tool settings {sorted(tool_settings)} from "
-            "task.system_options"
+            f"the task provides its own toolbox; remove the tool settings {others} from task.system_options "
+            f"(of the tool settings, only {', '.join(CACHE_SETTINGS)} apply to it)"
         )
-    return own
+    return with_tool_cache(own, **tool_settings)
 
 
 def vllm_generator(

@@ -19,6 +19,7 @@ from harness.systems.accounting import record_account
 from harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
 from harness.systems.options import check_options, option_names
 from harness.systems.types import Chat, Episode, Toolbox
+from harness.toolcache.counts import counting
 from harness.tools.settings import ToolSettings
 from harness.typed_config import ConfigError, did_you_mean
 from judges.inspect_compat import active_generate_config
@@ -139,6 +140,18 @@ def build_toolbox(spec: SystemSpec, settings: dict[str, Any]) -> Toolbox:
     return build_tools([*chosen, *spec.helper_tools], **settings)
 
 
+def tool_cache_summary(spec: SystemSpec, tool_settings: dict[str, Any]) -> dict[str, Any] | None:
+    """What a log records about the tool cache of ``spec`` run with ``tool_settings`` (``None`` when off or the
+    system has no tools): mode, store, snapshot and its id. Call after the toolbox was built (it checked them)."""
+    settings = ToolSettings.from_options({k: v for k, v in tool_settings.items() if k != TOOLS_OPTION})
+    if not spec.tools or settings.tool_cache == "off":
+        return None
+    from harness.toolcache import ToolCache, open_store
+
+    store = open_store(settings.tool_store_location(), create=False)
+    return ToolCache(store, settings.tool_snapshot, settings.tool_cache).summary()
+
+
 async def run_system(name: str, question: str, chat: Chat, toolbox: Toolbox, **options: Any) -> Episode:
     """Run system ``name`` on one question (the trainer's entry point)."""
     spec = get_system(name)
@@ -216,9 +229,9 @@ def system_solver(
     ``instruction``, set by the benchmark loader) unless the user gave one, and then the question in the
     benchmark's user template when it has one (FlashRAG's ``Question: {question}`` for the QA sets). The
     sample gets the Episode (``inspect_adapter.store_episode``), the generation settings each role's calls were
-    sent with, and its ``accounting`` score (what it cost). ``from_protocol`` names the options a protocol set
-    (not the user); its sampling options yield to a setting the user typed (``yielding_to_typed``), said once on
-    the console.
+    sent with, and its ``accounting`` score (what it cost, and with ``-T tool_cache`` on, the cache's
+    ``tool_cache_hit/miss/record/live`` counts). ``from_protocol`` names the options a protocol set (not the user);
+    its sampling options yield to a setting the user typed (``yielding_to_typed``), said once on the console.
     """
     spec = get_system(system)
     system_options, tool_settings = spec.split_options(options)
@@ -235,10 +248,12 @@ def system_solver(
                 logger.warning(f"{system}: {note} (a protocol setting never overrides what you typed)")
         options = sample_options(spec, run_options, state.metadata)
         question = sample_question(spec, run_options, state.metadata, state.input_text)
-        episode = await spec.run(question, chat, toolbox, **options)
+        with counting() as cache_counts:
+            episode = await spec.run(question, chat, toolbox, **options)
         store_episode(state, episode)
         record_generation(state, chat)
-        record_account(state, episode, spec.roles, counted_tools)
+        extra = cache_counts.as_metrics() if toolbox.cache is not None else {}
+        record_account(state, episode, spec.roles, counted_tools, extra)
         return state
 
     return solve

@@ -27,6 +27,7 @@ from inspect_ai.solver import TaskState
 
 from harness.systems.inspect_adapter import stored_episode
 from harness.systems.types import Episode
+from harness.toolcache.counts import COUNT_KEYS
 
 ACCOUNTING_SCORE = "accounting"
 """The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""
@@ -123,7 +124,7 @@ def account(
     return counts
 
 
-TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
+TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd", *COUNT_KEYS)
 """The quantities also reported summed over every attempt of the eval, as ``total_<key>``."""
 
 
@@ -155,11 +156,19 @@ def per_attempt_means_and_totals() -> Metric:
     return compute
 
 
-def record_account(state: TaskState, episode: Episode, roles: Sequence[str], tools: Sequence[str]) -> None:
-    """Put ``account`` of ``episode`` on the sample as its ``accounting`` score (one score event, no scorer span)."""
+def record_account(
+    state: TaskState,
+    episode: Episode,
+    roles: Sequence[str],
+    tools: Sequence[str],
+    extra: Mapping[str, float] | None = None,
+) -> None:
+    """Put ``account`` of ``episode`` (plus the ``extra`` counts, e.g. the tool cache's) on the sample as its
+    ``accounting`` score (one score event, no scorer span)."""
     if state.scores is None:
         state.scores = {}
-    state.scores[ACCOUNTING_SCORE] = Score(value=account(episode, roles, tools, default_prices()))
+    value = {**account(episode, roles, tools, default_prices()), **(extra or {})}
+    state.scores[ACCOUNTING_SCORE] = Score(value=value)
 
 
 @scorer(metrics=[per_attempt_means_and_totals()], name=ACCOUNTING_SCORE)

@@ -22,7 +22,10 @@ import time
 from collections.abc import Awaitable, Callable
 from copy import deepcopy
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any, Literal, Protocol, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+
+if TYPE_CHECKING:
+    from harness.toolcache import ToolCache
 
 logger = logging.getLogger(__name__)
 Message = dict[str, str]
@@ -75,8 +78,10 @@ ToolFunction = Callable[..., Awaitable[str]]
 class Toolbox:
     """The tools a system may call, by name. Each tool is an async function returning text."""
 
-    def __init__(self, tools: dict[str, ToolFunction] | None = None):
+    def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: ToolCache | None = None):
         self._tools: dict[str, ToolFunction] = dict(tools or {})
+        self.cache = cache
+        """The tool cache the tools sit behind (``harness.toolcache``), or ``None`` when tools run live."""
 
     def names(self) -> list[str]:
         return sorted(self._tools)

@@ -18,6 +18,8 @@ from harness.tools.blocklist import DEFAULT_BLOCKLIST
 from harness.typed_config import ConfigError, config_dataclass, validate
 
 INDEX_ENV = "MARA_INDEX"
+TOOL_STORE_ENV = "MARA_TOOL_STORE"
+DEFAULT_TOOL_STORE = "~/.cache/mara-bench/tool-store"
 SERPER_URL = "https://google.serper.dev/search"
 SERPAPI_URL = "https://serpapi.com/search.json"
 OPENALEX_URL = "https://api.openalex.org/works"
@@ -84,6 +86,18 @@ class ToolSettings:
     """How the python tool is isolated: ``bwrap`` (bubblewrap namespaces, the default), ``unisolated`` (an
     in-process guard only, for machines without bwrap; logs a warning) or ``inspect`` (the sample's Inspect
     sandbox, e.g. ``--sandbox docker``)."""
+    tool_cache: Literal["off", "record", "replay", "replay-or-record"] = "off"
+    """Record and replay tool responses (``harness.toolcache``): ``record`` stores every response, ``replay``
+    answers from the snapshot only (never the network; a missing response is a tool error), ``replay-or-record``
+    replays what is recorded and records the rest."""
+    tool_snapshot: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")] = "default"
+    """The named snapshot of the tool store that is recorded into or replayed (letters, digits, ``.``, ``_``,
+    ``-``)."""
+    tool_store: str | None = None
+    """The tool store: a folder (relative to the directory the command ran in) or an fsspec URL; default the
+    ``MARA_TOOL_STORE`` variable, else ``~/.cache/mara-bench/tool-store``."""
+    tool_store_max_mb: Count | None = None
+    """Bound a local store's size in MiB: past it the least recently used entries of unfrozen snapshots go."""
     environ: dict[str, str] = Field(default_factory=lambda: dict(os.environ), repr=False)
     """Where API keys and ``MARA_INDEX`` are read from (tests pass their own)."""
 
@@ -95,10 +109,21 @@ class ToolSettings:
             return tuple(str(item).strip() for item in items if str(item).strip())
         return items
 
+    @field_validator("tool_cache", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """``-T tool_cache=off`` arrives as ``False``: Inspect reads ``-T`` values as YAML, where off is false."""
+        return "off" if value is False else value
+
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> ToolSettings:
         """The settings given by ``options`` (the rest defaulted); a problem raises ``ToolConfigError``."""
         return validate(cls, options, "tool settings", ToolConfigError)
+
+    def tool_store_location(self) -> str:
+        """``tool_store``, else ``MARA_TOOL_STORE``, else the default folder; a folder as the user meant it."""
+        named = self.tool_store or self.environ.get(TOOL_STORE_ENV) or DEFAULT_TOOL_STORE
+        return named if "://" in named else str(user_path(named))
 
     def index_path(self) -> str | None:
         """``index``, else ``MARA_INDEX``; a relative path is taken from the directory the command ran in."""

@@ -3,13 +3,18 @@
 Each tool's module is imported when that tool is built, so a system loads only the tools it uses: ``python`` never
 loads the web stack, ``browse`` loads trafilatura and pypdf, local ``search``/``retrieve`` load the retrieval index
 (numpy, faiss or bm25s), and a tool-less system (``direct``, ``vc``) imports none of them.
+
+With ``tool_cache`` on, every tool sits behind the tool-response store here (``harness.toolcache``), the one seam
+evaluation, training and MARS's own page reads share; in ``replay`` no live tool is built at all (no API key,
+index or sandbox needed, nothing can reach the network).
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from harness.systems.types import Toolbox, ToolFunction
 from harness.tools.blocklist import Blocklist
@@ -17,7 +22,12 @@ from harness.tools.queries import SearchOne, answer_queries
 from harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
 from harness.tools.web import HttpSettings
 
+if TYPE_CHECKING:
+    from harness.toolcache import ToolCache
+
 TOOL_NAMES = ("search", "retrieve", "scholar", "browse", "python")
+CACHE_SETTINGS = ("tool_cache", "tool_snapshot", "tool_store", "tool_store_max_mb")
+"""The settings of the tool cache alone (what ``with_tool_cache`` takes)."""
 API_KEYS = {"serper": "SERPER_API_KEY", "serpapi": "SERPAPI_API_KEY"}
 WEB_K, CORPUS_K = 10, 5
 
@@ -103,6 +113,8 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         blocklist = Blocklist(settings.blocklist)
     except ValueError as err:
         raise ToolConfigError(f"tool setting blocklist: {err}") from err
+    if settings.tool_cache == "replay":
+        return _cached_toolbox(list(dict.fromkeys(names)), settings, builders=None)
     builders = {
         "search": lambda: _query_tool(
             "search",
@@ -115,7 +127,50 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         "browse": lambda: _browse_tool(settings, http, blocklist),
         "python": lambda: _python_tool(settings),
     }
+    if settings.tool_cache != "off":
+        return _cached_toolbox(list(dict.fromkeys(names)), settings, builders)
     return Toolbox({name: builders[name]() for name in dict.fromkeys(names)})
+
+
+def _cached_toolbox(
+    names: list[str], settings: ToolSettings, builders: dict[str, Callable[[], ToolFunction]] | None
+) -> Toolbox:
+    """The named tools behind the run's tool cache; ``builders`` ``None``: replay only, no live tool built."""
+    from harness.toolcache import tool_variant
+
+    cache = _open_cache(settings)
+    tools = {
+        name: cache.wrap(name, builders[name]() if builders else None, tool_variant(name, settings))
+        for name in names
+    }
+    return Toolbox(tools, cache=cache)
+
+
+def with_tool_cache(toolbox: Toolbox, **options: Any) -> Toolbox:
+    """``toolbox`` (a task's own tools, say) behind the tool cache that ``options`` (the ``tool_cache*`` and
+    ``tool_snapshot``/``tool_store`` settings only) configure; ``toolbox`` itself when the cache is off. The task
+    that built the tools decides their settings, so its responses are keyed by tool name and arguments alone."""
+    settings = ToolSettings.from_options(options)
+    if settings.tool_cache == "off":
+        return toolbox
+    cache = _open_cache(settings)
+    live = settings.tool_cache != "replay"
+    tools = {
+        name: cache.wrap(name, functools.partial(toolbox.call, name) if live else None, {})
+        for name in toolbox.names()
+    }
+    return Toolbox(tools, cache=cache)
+
+
+def _open_cache(settings: ToolSettings) -> ToolCache:
+    from harness.toolcache import open_cache
+
+    return open_cache(
+        settings.tool_cache,
+        settings.tool_snapshot,
+        settings.tool_store_location(),
+        settings.tool_store_max_mb * 2**20 if settings.tool_store_max_mb else None,
+    )
 
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:

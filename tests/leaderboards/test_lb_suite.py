@@ -7,9 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.toolcache import open_store
 from leaderboards.cli import main
+from leaderboards.run import build_tasks
 from leaderboards.store import HistoryStore
 from leaderboards.suite import SuiteError, load_suite, parse_suite
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SUITES = Path(__file__).resolve().parents[2] / "leaderboards" / "suites"
 
@@ -140,3 +144,36 @@ def test_smoke_suite_runs_offline_on_the_tiny_model(tmp_path, monkeypatch):
         ("bamboogle", "quick", 5),
     ]
     assert {r.judge for r in runs} == {"math", "lexical"}
+
+
+def test_a_suite_pins_its_tool_using_runs_to_a_snapshot_and_an_unknown_one_stops_it(tmp_path):
+    """``settings.tools`` reaches every tool-using system's task as ``-T tool_cache/tool_snapshot/tool_store``
+    (recorded in the task metadata); a tool-less system is left alone; a snapshot the store lacks is one line."""
+    store = open_store(str(tmp_path / "store"), create=True)
+    store.ensure_snapshot("web-1")
+    store.freeze("web-1")
+    raw = {
+        "name": "pinned",
+        "checkpoints": [{"name": "m", "model": "mockllm/model"}],
+        "tasks": [
+            {
+                "name": "bamboogle",
+                "task": f"{ROOT}/tasks/qa.py@bamboogle",
+                "args": {"data": "samples", "limit": 1},
+                "systems": ["direct", "mars"],
+            }
+        ],
+        "settings": {"tools": {"snapshot": "web-1", "store": str(tmp_path / "store")}},
+    }
+    direct, mars = build_tasks(parse_suite(raw), "2026-11-26")
+    assert direct.metadata["tool_cache"] is None
+    assert mars.metadata["tool_cache"]["mode"] == "replay"
+    assert mars.metadata["tool_cache"]["snapshot"] == "web-1" and mars.metadata["tool_cache"]["frozen"]
+
+    raw["settings"]["tools"]["snapshot"] = "web-9"
+    with pytest.raises(ValueError, match=r"no snapshot 'web-9' \(snapshots: web-1\)") as caught:
+        build_tasks(parse_suite(raw), "2026-11-26")
+    assert "\n" not in str(caught.value)
+    raw["settings"]["tools"]["cache"] = "sometimes"
+    with pytest.raises(SuiteError, match=r"settings.tools.cache"):
+        parse_suite(raw)

@@ -1,0 +1,25 @@
+"""Record and replay every tool response, shared by evaluation and training (``-T tool_cache=``).
+
+``store`` keeps responses content-addressed in named snapshots (``local_store``: a folder with a SQLite index and
+compressed blobs; ``remote_store``: any fsspec URL); ``cached`` puts tools behind it in one of the modes ``off|record|replay|replay-or-record``;
+``variants`` says which settings key a response; ``archive`` moves a snapshot as one tar file; ``cli`` is
+``mara tools``. See docs/tool-cache.md.
+"""
+
+from harness.toolcache.cached import ToolCache, open_cache
+from harness.toolcache.counts import COUNT_KEYS, CacheCounts, counting
+from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
+from harness.toolcache.variants import tool_variant
+
+__all__ = [
+    "COUNT_KEYS",
+    "CacheCounts",
+    "ResponseStore",
+    "Snapshot",
+    "StoreError",
+    "ToolCache",
+    "counting",
+    "open_cache",
+    "open_store",
+    "tool_variant",
+]

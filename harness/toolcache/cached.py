@@ -1,0 +1,149 @@
+"""Tools that record and replay their responses (``-T tool_cache=off|record|replay|replay-or-record``).
+
+``ToolCache.wrap(name, tool, variant)`` puts one tool behind the store: a call's request -- the tool, its
+arguments normalised (whitespace collapsed, a URL's ``#fragment`` dropped; python code kept byte for byte) and the
+settings that shape its answer (``variant``: backend, k, blocklist, ...; never endpoints or keys) -- is hashed
+into the entry key of the run's snapshot.
+
+- ``record``: every call runs the tool and stores its response (text, documents and sources, or its tool error).
+- ``replay``: every call is answered from the snapshot; the tool is never run (no network, no API key needed) and a
+  request the snapshot lacks is a ``ToolError`` the agent sees (``tool cache miss: ...``), counted as a miss.
+- ``replay-or-record``: answered from the snapshot when recorded, else run and recorded (fills gaps).
+
+Counts (hit, miss, record, live = calls that ran the real tool) are kept per toolbox and, inside ``counting()``,
+per sample: the system solver puts them on the sample's ``accounting`` score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from harness.systems.types import ToolError, ToolFunction
+from harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
+from harness.toolcache.store import ResponseStore, StoreError, canonical_json, open_store
+from harness.tools.output import ToolText
+
+Mode = Literal["off", "record", "replay", "replay-or-record"]
+VERBATIM_ARGUMENTS = frozenset({"code"})
+"""Arguments whose whitespace matters (python source), kept exactly."""
+
+
+def normalised(name: str, value: Any) -> Any:
+    """An argument as it keys the store: strings with collapsed whitespace (``code`` exact), URLs without their
+    fragment, lists item by item."""
+    if isinstance(value, list | tuple):
+        return [normalised(name, item) for item in value]
+    if not isinstance(value, str) or name in VERBATIM_ARGUMENTS:
+        return value
+    text = " ".join(value.split())
+    return text.split("#", 1)[0] if name == "url" else text
+
+
+def request_of(tool: str, arguments: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tool": tool,
+        "arguments": {key: normalised(key, value) for key, value in sorted(arguments.items())},
+        "variant": variant,
+    }
+
+
+def request_key(request: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(request).encode()).hexdigest()
+
+
+def encode_response(output: str | None, error: str | None) -> bytes:
+    """A response as stored: the text with its documents and sources, or the tool error's message."""
+    documents = list(getattr(output, "documents", ()))
+    sources = list(getattr(output, "sources", ()))
+    is_tool_text = isinstance(output, ToolText)
+    body = {
+        "text": output,
+        "tool_text": is_tool_text,
+        "documents": documents,
+        "sources": sources,
+        "error": error,
+    }
+    return canonical_json(body).encode()
+
+
+def decode_response(data: bytes) -> str:
+    """The stored response as the tool returned it (``ToolText`` kept), or its ``ToolError`` raised."""
+    body = json.loads(data)
+    if body["error"] is not None:
+        raise ToolError(body["error"])
+    if body["tool_text"]:
+        return ToolText(body["text"], body["documents"], body["sources"])
+    return body["text"]
+
+
+class ToolCache:
+    """One run's cache: a store, the snapshot read and written, and the mode."""
+
+    def __init__(self, store: ResponseStore, snapshot: str, mode: Mode):
+        self.store, self.snapshot, self.mode = store, snapshot, mode
+        self.counts = CacheCounts()
+
+    def _count(self, outcome: str) -> None:
+        self.counts.add(outcome)
+        if (sample := SAMPLE_COUNTS.get()) is not None:
+            sample.add(outcome)
+
+    def wrap(self, name: str, tool: ToolFunction | None, variant: dict[str, Any]) -> ToolFunction:
+        """``tool`` behind the cache (``None`` in ``replay``: there is no live tool to run)."""
+
+        async def cached(**arguments: Any) -> str:
+            request = request_of(name, arguments, variant)
+            key = request_key(request)
+            if self.mode != "record":
+                recorded = self.store.lookup(self.snapshot, key)
+                if recorded is not None:
+                    self._count("hit")
+                    return decode_response(recorded)
+                if self.mode == "replay" or tool is None:
+                    self._count("miss")
+                    raise ToolError(
+                        f"tool cache miss: snapshot {self.snapshot!r} has no recorded {name} response for "
+                        f"{json.dumps(request['arguments'], ensure_ascii=False)[:300]} (replay never calls the tool)"
+                    )
+            self._count("live")
+            try:
+                output = await tool(**arguments)
+            except ToolError as err:
+                self._store(name, key, request, encode_response(None, str(err)), "error")
+                raise
+            self._store(name, key, request, encode_response(output, None), "ok")
+            return output
+
+        return cached
+
+    def _store(self, name: str, key: str, request: dict[str, Any], data: bytes, status: str) -> None:
+        self.store.record(self.snapshot, key, name, request, data, status)
+        self._count("record")
+
+    def summary(self) -> dict[str, Any]:
+        """What an eval log records about the cache: mode, store, snapshot and its id (frozen snapshots)."""
+        snapshot = self.store.require_snapshot(self.snapshot)
+        return {
+            "mode": self.mode,
+            "store": self.store.location,
+            "snapshot": self.snapshot,
+            "snapshot_id": snapshot.digest,
+            "frozen": snapshot.frozen,
+            "entries": snapshot.entries,
+        }
+
+
+def open_cache(mode: Mode, snapshot: str, store_location: str, max_bytes: int | None) -> ToolCache:
+    """The cache a run uses, checked before any sample runs: ``replay`` needs the store and the snapshot;
+    ``record`` and ``replay-or-record`` create them and refuse a frozen snapshot (it never changes)."""
+    store = open_store(store_location, create=mode != "replay", max_bytes=max_bytes)
+    if mode == "replay":
+        store.require_snapshot(snapshot)
+    elif store.ensure_snapshot(snapshot).frozen:
+        raise StoreError(
+            f"tool store {store.location}: snapshot {snapshot!r} is frozen, so -T tool_cache={mode} cannot add to "
+            f"it; replay it with -T tool_cache=replay, or record into a new -T tool_snapshot=NAME"
+        )
+    return ToolCache(store, snapshot, mode)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from leaderboards.cli import main, removed_if_left_empty
+from leaderboards.cli import main
 from leaderboards.collect import SkippedLogWarning
 from leaderboards.site import markdown_text
 from leaderboards.store import HistoryStore
@@ -164,6 +164,8 @@ def test_an_unfinished_log_of_an_earlier_night_is_quarantined_once(tmp_path, mak
 
 
 def test_folders_a_failed_run_made_are_removed_when_left_empty(tmp_path):
+    from leaderboards.cli import removed_if_left_empty
+
     night = tmp_path / "out" / "logs" / "2026-01-01"
     with pytest.raises(RuntimeError), removed_if_left_empty(night):
         assert night.is_dir()

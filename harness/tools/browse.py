@@ -27,7 +27,7 @@ from harness.systems.types import ToolError
 from harness.tools.addresses import AddressPolicy
 from harness.tools.blocklist import Blocklist
 from harness.tools.output import ToolText
-from harness.tools.page_worker import run_in_worker
+from harness.tools.page_worker import Page, read_in_worker
 from harness.tools.settings import DEFAULT_EXTRACT_SECONDS, DEFAULT_MAX_BYTES
 from harness.tools.web import HttpSettings, ResponseTooLarge, request
 
@@ -121,21 +121,19 @@ def _decrypt(reader: pypdf.PdfReader, url: str) -> None:
         )
 
 
-def read_page(
-    content_type: str, body: bytes, charset: str | None, url: str, max_chars: int
-) -> tuple[str, str]:
-    """``(title, text)`` of a fetched page of ``content_type`` (PDF, HTML or plain text), the text cut at
-    ``max_chars`` with a note; ``ToolError`` when it cannot be read as text. Runs in a worker process."""
-    if is_pdf(content_type, body):
-        title, text = pdf_text(body, url, max_chars)
-    elif content_type in ("text/html", "application/xhtml+xml"):
-        title, text = main_text(html_source(body, charset), url)
-    elif content_type in TEXT_TYPES:
-        title, text = "", html_source(body, charset).strip()
+def read_page(page: Page) -> tuple[str, str]:
+    """``(title, text)`` of a fetched page (PDF, HTML or plain text), the text cut at ``page.max_chars`` with a
+    note; ``ToolError`` when it cannot be read as text. Runs in a worker process (``harness.tools.page_worker``)."""
+    if is_pdf(page.content_type, page.body):
+        title, text = pdf_text(page.body, page.url, page.max_chars)
+    elif page.content_type in ("text/html", "application/xhtml+xml"):
+        title, text = main_text(html_source(page.body, page.charset), page.url)
+    elif page.content_type in TEXT_TYPES:
+        title, text = "", html_source(page.body, page.charset).strip()
     else:
-        raise ToolError(f"browse: {url} is {content_type}, which cannot be read as text")
-    if len(text) > max_chars:
-        text = text[:max_chars] + f"\n[page cut at {max_chars} characters (browse_max_chars)]"
+        raise ToolError(f"browse: {page.url} is {page.content_type}, which cannot be read as text")
+    if len(text) > page.max_chars:
+        text = text[: page.max_chars] + f"\n[page cut at {page.max_chars} characters (browse_max_chars)]"
     return title, text
 
 
@@ -166,8 +164,8 @@ async def browse(
     final_url = str(response.url)
     _check_allowed(final_url, blocklist)
     content_type = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
-    page_args = (content_type, response.content, response.charset_encoding, final_url, max_chars)
-    title, text = await run_in_worker(read_page, page_args, seconds=extract_seconds, what="browse")
+    fetched = Page(content_type, response.content, response.charset_encoding, final_url, max_chars)
+    title, text = await read_in_worker(fetched, seconds=extract_seconds)
     header = ([f"Title: {title}"] if title else []) + [f"URL: {final_url}"]
     page = "\n".join(header) + "\n\n" + text
     return ToolText(page, [page])

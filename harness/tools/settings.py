@@ -69,7 +69,8 @@ class ToolSettings:
     web_deadline: Seconds = 120.0
     """Seconds one web request (search, scholar or browse) may take in all: every attempt, retry wait, redirect
     and byte of the answer; a server that drips its answer is cut off here. A call that hits it is a tool error
-    naming this setting."""
+    naming this setting. A search call's queries run side by side, each within it; browse then reads the page
+    within ``browse_extract_seconds``."""
     browse_extract_seconds: Seconds = DEFAULT_EXTRACT_SECONDS
     """Seconds browse may spend turning one fetched page into text (in a worker process, killed after this)."""
     browse_max_chars: Count = 20000

@@ -75,6 +75,10 @@ def load_registry(path: str | Path | None = None) -> dict[str, CheckpointEntry]:
         return {}
     try:
         data = yaml.safe_load(file.read_text()) or {}
+    except UnicodeDecodeError as err:
+        raise RegistryError(
+            f"{file}: not a text file ({type(err).__name__}); point {REGISTRY_ENV} at a checkpoints YAML file"
+        ) from None
     except yaml.YAMLError as err:
         raise RegistryError(f"{file}: not valid YAML: {err}") from err
     if not isinstance(data, dict):

@@ -1,7 +1,9 @@
 """``mara nightly SUITE.yaml --out DIR``: run a suite, ingest its logs, compare with baselines, render the site.
 
 Layout under ``--out``: ``logs/<night>/`` (Inspect eval-set logs; a second call the same night only runs what is
-missing), ``history.sqlite`` (unless ``--db`` names another database), ``site/index.html`` and ``site/summary.md``.
+missing), ``history.sqlite`` (unless ``--db`` names another database), ``site/index.html`` and ``site/summary.md``;
+``quarantine/<night>/`` holds unfinished logs of earlier nights (a killed run's), moved out of ``logs/`` once.
+Bad arguments and a bad suite are one line and exit code 2 before any folder is made.
 Exit codes: 0 no regression, 1 at least one regression (with ``settings.fail_on: confirmed``, at least one that is
 not judge-sensitive or unchecked), 2 a bad suite or argument, 3 no failing regression but some tasks did not finish
 (run the same command again to resume them).
@@ -10,17 +12,78 @@ not judge-sensitive or unchecked), 2 a bad suite or argument, 3 no failing regre
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from leaderboards.compare import REGRESSION, nightly_comparisons, should_fail
-from leaderboards.run import run_suite
+from leaderboards.run import build_tasks, run_suite
 from leaderboards.site import render_site
-from leaderboards.store import HistoryStore
+from leaderboards.store import HistoryStore, database_problem
 from leaderboards.suite import SuiteError, load_suite
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
+NIGHT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+QUARANTINE = "quarantine"
+"""Folder under ``--out`` for unfinished logs of earlier nights."""
+
+
+def check_arguments(args: argparse.Namespace, out: Path, night: str) -> None:
+    """``SuiteError`` for a night name that is not a plain label, ``--no-run`` into a missing folder, or a
+    ``--db`` that cannot hold the history."""
+    if not NIGHT_NAME.fullmatch(night):
+        raise SuiteError(
+            f"--night {night!r}: a night is a folder name under OUT/logs: letters, digits, '.', '_' and '-', "
+            "not starting with '.' (no path separators); e.g. 2026-01-31"
+        )
+    if args.no_run and not out.is_dir():
+        raise SuiteError(
+            f"--out {args.out}: no such folder; --no-run only ingests, compares and renders what an earlier run "
+            "wrote there (check the path, or drop --no-run to run the suite)"
+        )
+    if args.db and (problem := database_problem(args.db)):
+        raise SuiteError(f"--db {args.db}: {problem}")
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(folder: Path) -> Iterator[None]:
+    """Make ``folder`` (and missing parents); those of them still empty afterwards are removed again."""
+    made = [folder, *folder.parents]
+    made = [path for path in made if not path.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    finally:
+        for path in made:  # deepest first
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+
+
+def quarantine_unfinished(skipped: list[str], logs: Path, night: str, quarantine: Path) -> None:
+    """Move the unusable logs of earlier nights (a killed run's partial log would warn on every later run) to
+    ``quarantine``, keeping their paths under ``logs``; tonight's stay, for a rerun to resume."""
+    moved = 0
+    for name in skipped:
+        path = Path(name.removeprefix("file://"))
+        try:
+            relative = path.resolve().relative_to(logs.resolve())
+        except ValueError:
+            continue  # not a local log under OUT/logs
+        if relative.parts[0] == night:
+            continue
+        target = quarantine / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.replace(target)
+        moved += 1
+    if moved:
+        print(
+            f"mara nightly: moved {moved} unfinished log(s) of earlier nights to {quarantine} "
+            "(rerun that night with --night NIGHT to redo it)",
+            file=sys.stderr,
+        )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,23 +110,21 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
+    out = Path(args.out)
+    night = args.night or datetime.now(UTC).strftime("%Y-%m-%d")
+    try:  # every argument is checked, and the night's tasks built, before any folder is made
         suite = load_suite(args.suite)
+        check_arguments(args, out, night)
+        tasks = None if args.no_run else build_tasks(suite, night)
     except SuiteError as error:
         print(f"mara nightly: {error}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    night = args.night or datetime.now(UTC).strftime("%Y-%m-%d")
     logs = out / "logs"
     finished = True
-    if not args.no_run:
+    if tasks is not None:
         night_logs = logs / night
-        night_logs.mkdir(parents=True, exist_ok=True)
-        try:
-            finished = run_suite(suite, str(night_logs), night, display=args.display)
-        except SuiteError as error:
-            print(f"mara nightly: {error}", file=sys.stderr)
-            return 2
+        with removed_if_left_empty(night_logs):
+            finished = run_suite(suite, str(night_logs), night, display=args.display, tasks=tasks)
         if not finished:
             print(
                 f"mara nightly: some tasks did not finish; run again to resume ({night_logs})",
@@ -72,6 +133,8 @@ def main(argv: list[str]) -> int:
     store = HistoryStore(args.db or str(out / "history.sqlite"))
     try:
         ingested = store.ingest(str(logs)) if logs.exists() else None
+        if ingested:
+            quarantine_unfinished(ingested.skipped, logs, night, out / QUARANTINE)
         baseline_runs = None
         if args.baseline:
             hashes = store.ingest(args.baseline).hashes

@@ -105,10 +105,14 @@ def _role_matrix_tasks(
     ]
 
 
-def run_suite(suite: Suite, log_dir: str, night: str, display: str = "none") -> bool:
-    """Run (or resume) one night of ``suite`` into ``log_dir``; True when every task finished successfully."""
+def run_suite(
+    suite: Suite, log_dir: str, night: str, display: str = "none", tasks: list[Task] | None = None
+) -> bool:
+    """Run (or resume) one night of ``suite`` into ``log_dir``; True when every task finished successfully.
+    ``tasks``: the night's tasks when already built (``build_tasks``), so a bad suite fails before any folder."""
     options: dict[str, Any] = dict(suite.settings.eval)
-    success, _logs = eval_set(build_tasks(suite, night), log_dir=log_dir, display=display, **options)
+    tasks = build_tasks(suite, night) if tasks is None else tasks
+    success, _logs = eval_set(tasks, log_dir=log_dir, display=display, **options)
     return bool(success)
 
 
@@ -132,8 +136,11 @@ def _bound_task(
         args["protocol"] = protocol
     try:
         task = _created_with_roles(function, args, checkpoint.roles)
-    except TypeError as error:
-        raise SuiteError(f"task {suite_task.name!r} ({suite_task.task}): bad args {args}: {error}") from error
+    except (TypeError, ValueError) as error:  # ValueError: the harness's one-line option errors
+        where = f"{suite.source}: " if suite.source else ""
+        raise SuiteError(
+            f"{where}tasks[{suite_task.name}].args: {error}; fix the task's args in the suite"
+        ) from None
     metadata = {
         **(task.metadata or {}),
         META_SUITE: suite.name,

@@ -28,8 +28,8 @@ from sqlalchemy import (
     inspect,
     select,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from leaderboards.collect import (
@@ -126,6 +126,35 @@ class IngestReport:
 def database_url(value: str) -> str:
     """A SQLAlchemy URL from ``value``: a URL is kept, a plain path becomes a SQLite file URL."""
     return value if "://" in value else f"sqlite:///{Path(value).resolve()}"
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def database_problem(value: str) -> str | None:
+    """Why ``value`` (a ``--db`` argument) cannot hold the history, or ``None``: an unknown URL scheme, or a
+    SQLite path at a folder or at a file that is not a SQLite database. Reads a file header only."""
+    try:
+        url = make_url(database_url(value))
+        url.get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):
+        scheme = value.split("://", 1)[0]
+        return (
+            f"unknown database URL scheme {scheme!r}; give a SQLite file path or a SQLAlchemy URL "
+            "(sqlite:///history.sqlite, postgresql+psycopg://user@host/db)"
+        )
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    path = Path(url.database)
+    if path.is_dir():
+        return "is a folder; give a database file path"
+    if not path.parent.is_dir():
+        return f"its folder {path.parent} does not exist; create it or give another path"
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as handle:
+            if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                return "is not a SQLite database; point --db at a history database, or at a new file name"
+    return None
 
 
 class HistoryStore:

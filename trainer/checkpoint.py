@@ -8,7 +8,8 @@ Layout of a run directory::
 
 Every directory is written under a temporary name (``.tmp-step_N-<pid>``), its files and itself fsynced, then
 renamed into place; the ``latest`` marker is replaced (write, fsync, rename) only after both renames. A process
-killed at any point therefore leaves the previous checkpoint and its marker intact.
+killed at any point therefore leaves the previous checkpoint and its marker intact; the temporary folders it
+leaves are removed at the next save of the run.
 """
 
 from __future__ import annotations
@@ -82,11 +83,39 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def remove_stale_temporaries(run_dir: str | Path) -> list[Path]:
+    """Remove the ``.tmp-<name>-<pid>`` folders and files a killed trainer left in ``checkpoints/`` and
+    ``exports/`` (those of a process that is still alive are kept); returns what was removed."""
+    removed = []
+    for parent in (Path(run_dir) / CHECKPOINTS, Path(run_dir) / EXPORTS):
+        for path in parent.glob(".tmp-*-*") if parent.is_dir() else ():
+            pid = path.name.rsplit("-", 1)[1]
+            if pid.isdigit() and not _alive(int(pid)):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def save_checkpoint(
     run_dir: str | Path, step: int, state: dict[str, Any], export: Callable[[Path], None] | None = None
 ) -> Path:
-    """Write ``state`` (plus RNG) as ``checkpoints/step_N``, the export via ``export(dir)``, then the marker."""
+    """Write ``state`` (plus RNG) as ``checkpoints/step_N``, the export via ``export(dir)``, then the marker;
+    first remove what a killed trainer left half-written (``remove_stale_temporaries``)."""
     run = Path(run_dir)
+    remove_stale_temporaries(run)
     name = f"step_{step}"
     payload = {**state, "step": step, "rng": rng_state()}
     checkpoint = write_dir_atomically(

@@ -1,8 +1,9 @@
 """``mara train CONFIG.yaml [--out DIR] [--resume] [--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``:
 run a training recipe with a progress bar and metrics (the tool flags record or replay the rollouts' tool calls).
 
-A bad recipe, a bad ``--steps`` or ``--resume`` on a run directory with no checkpoint is one line on stdout and
-exit code 2, before any model is built.
+A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
+no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
+before any model is built or file written (``trainer.preflight``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from harness.invocation import user_path
 from trainer.config import ConfigError, load_config, replace, to_dict
+from trainer.preflight import check_inputs, check_resume_state
 
 
 def main(argv: list[str]) -> int:
@@ -36,6 +38,7 @@ def main(argv: list[str]) -> int:
         if args.steps is not None:
             config = replace(config, "--steps", steps=args.steps)
         config = with_tool_cache_flags(config, args)
+        check_inputs(config, args.config)
         if args.resume:
             check_resumable(run_dir)
     except ConfigError as err:
@@ -66,7 +69,7 @@ def with_tool_cache_flags(config, args: argparse.Namespace):
 
 def check_resumable(run_dir: Path) -> None:
     """Raise ``ConfigError`` unless ``run_dir`` holds a complete checkpoint to resume from."""
-    from trainer.checkpoint import latest_checkpoint
+    from trainer.checkpoint import STATE_FILE, latest_checkpoint
 
     try:
         found = latest_checkpoint(run_dir)
@@ -78,6 +81,7 @@ def check_resumable(run_dir: Path) -> None:
         raise ConfigError(
             f"{run_dir}: --resume: no checkpoint to resume from; check --out, or drop --resume to start a new run"
         )
+    check_resume_state(found / STATE_FILE)
 
 
 def train(config, run_dir: Path, *, resume: bool = False) -> int:
@@ -96,7 +100,7 @@ def train(config, run_dir: Path, *, resume: bool = False) -> int:
     if main_rank:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(to_dict(config), indent=2))
-    log = MetricsLog(run_dir) if main_rank else None
+    log = MetricsLog(run_dir, first_step=trainer.step) if main_rank else None
     bar = tqdm(total=config.steps, initial=trainer.step, desc="train", disable=not main_rank)
     while trainer.step < config.steps:
         metrics = trainer.train_step()

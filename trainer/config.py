@@ -411,7 +411,12 @@ def from_dict(cls: type, data: Any, where: str = "config") -> Any:
 def load_config(path: str | Path) -> TrainConfig:
     """Read a YAML recipe into a ``TrainConfig``; every problem raises ``ConfigError`` naming the file and key."""
     data = load_yaml(path)
-    return from_dict(TrainConfig, {} if data is None else data, str(path))
+    if data is None:
+        raise ConfigError(
+            f"{path}: the recipe is empty; write the settings to train with "
+            "(trainer/recipes/grpo-toy.yaml is a small example), or `{}` for every default"
+        )
+    return from_dict(TrainConfig, data, str(path))
 
 
 def replace(config: TrainConfig, source: str, **changes: Any) -> TrainConfig:

@@ -13,13 +13,18 @@ PLOTTED = ("reward_mean", "loss", "entropy", "kl", "clip_fraction", "grad_norm",
 
 
 class MetricsLog:
-    """Appends each step's metrics to ``<run>/metrics.jsonl`` and ``<run>/tensorboard``."""
+    """Appends each step's metrics to ``<run>/metrics.jsonl`` and ``<run>/tensorboard``.
 
-    def __init__(self, run_dir: str | Path):
+    ``first_step``: the step the run goes on from (the resumed checkpoint's); rows the file holds for it and later
+    steps (written after that checkpoint by a run that was then killed), and a half-written last line, are
+    dropped first, so each step has one row."""
+
+    def __init__(self, run_dir: str | Path, first_step: int = 0):
         from torch.utils.tensorboard import SummaryWriter
 
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        _keep_steps_before(self.run_dir / METRICS_FILE, first_step)
         self._file = open(self.run_dir / METRICS_FILE, "a")  # noqa: SIM115 -- closed in close()
         self._writer = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
 
@@ -35,6 +40,23 @@ class MetricsLog:
     def close(self) -> None:
         self._file.close()
         self._writer.close()
+
+
+def _keep_steps_before(path: Path, first_step: int) -> None:
+    """Rewrite ``path`` (atomically) with only its whole rows of steps before ``first_step``."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # the half-written line of a killed run
+        if isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] < first_step:
+            kept.append(line + "\n")
+    partial = path.with_name(f".{path.name}.rewrite")
+    partial.write_text("".join(kept))
+    partial.replace(path)
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:

@@ -9,18 +9,17 @@ its main text (trafilatura); plain text and JSON are returned as they are. A PDF
 or recognised by its ``%PDF-`` magic bytes whatever the content type (servers often say
 ``application/octet-stream``) -- is read page by page with pypdf, each page's text after a ``[page N]`` line (N is
 the PDF's own page number, so pages without text leave a gap). The agent gets ``Title: ...`` (when known) and
-``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``. An encrypted, corrupt or image-only
+``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``. The page is read in a worker
+process (``harness.tools.page_worker``), killed after ``browse_extract_seconds``, never on the event loop. An encrypted, corrupt or image-only
 PDF, and any other content type (images, archives), is a ``ToolError``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import io
 import re
 
-import httpx
 import pypdf
 import trafilatura
 
@@ -28,7 +27,8 @@ from harness.systems.types import ToolError
 from harness.tools.addresses import AddressPolicy
 from harness.tools.blocklist import Blocklist
 from harness.tools.output import ToolText
-from harness.tools.settings import DEFAULT_MAX_BYTES
+from harness.tools.page_worker import Page, read_in_worker
+from harness.tools.settings import DEFAULT_EXTRACT_SECONDS, DEFAULT_MAX_BYTES
 from harness.tools.web import HttpSettings, ResponseTooLarge, request
 
 TEXT_TYPES = ("text/plain", "application/json", "text/markdown", "text/csv")
@@ -47,19 +47,18 @@ def _check_allowed(url: str, blocklist: Blocklist) -> None:
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-def html_source(response: httpx.Response) -> str:
-    """An HTML page's text, decoded by the HTTP charset, else by the page's own ``<meta charset>`` (or
+def html_source(body: bytes, charset: str | None) -> str:
+    """An HTML page's text, decoded by the HTTP ``charset``, else by the page's own ``<meta charset>`` (or
     ``http-equiv`` Content-Type) in its first 4 KB -- many non-English sites declare GBK, Shift_JIS or
     windows-1251 only there -- else as UTF-8; undecodable bytes become U+FFFD."""
-    if response.charset_encoding:
-        return response.text
-    declared = _META_CHARSET.search(response.content[:4096])
-    if declared:
+    declared = _META_CHARSET.search(body[:4096])
+    for name in (charset, declared.group(1).decode("ascii") if declared else None):
         try:
-            return response.content.decode(codecs.lookup(declared.group(1).decode("ascii")).name, "replace")
+            if name:
+                return body.decode(codecs.lookup(name).name, "replace")
         except LookupError:
-            pass  # an unknown charset name: fall back to UTF-8 like a browser would
-    return response.content.decode("utf-8", "replace")
+            continue  # an unknown charset name: try the next, then UTF-8 like a browser would
+    return body.decode("utf-8", "replace")
 
 
 def main_text(html: str, url: str) -> tuple[str, str]:
@@ -122,6 +121,22 @@ def _decrypt(reader: pypdf.PdfReader, url: str) -> None:
         )
 
 
+def read_page(page: Page) -> tuple[str, str]:
+    """``(title, text)`` of a fetched page (PDF, HTML or plain text), the text cut at ``page.max_chars`` with a
+    note; ``ToolError`` when it cannot be read as text. Runs in a worker process (``harness.tools.page_worker``)."""
+    if is_pdf(page.content_type, page.body):
+        title, text = pdf_text(page.body, page.url, page.max_chars)
+    elif page.content_type in ("text/html", "application/xhtml+xml"):
+        title, text = main_text(html_source(page.body, page.charset), page.url)
+    elif page.content_type in TEXT_TYPES:
+        title, text = "", html_source(page.body, page.charset).strip()
+    else:
+        raise ToolError(f"browse: {page.url} is {page.content_type}, which cannot be read as text")
+    if len(text) > page.max_chars:
+        text = text[: page.max_chars] + f"\n[page cut at {page.max_chars} characters (browse_max_chars)]"
+    return title, text
+
+
 async def browse(
     url: str,
     *,
@@ -129,10 +144,11 @@ async def browse(
     max_chars: int,
     http: HttpSettings,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    extract_seconds: float = DEFAULT_EXTRACT_SECONDS,
     addresses: AddressPolicy = AddressPolicy(),
 ) -> ToolText:
     """The text of the page at ``url`` (``ToolError`` when refused or unreadable); ``addresses``: which hosts
-    may be reached (public only by default)."""
+    may be reached (public only by default); ``extract_seconds``: how long reading the fetched page may take."""
     if not isinstance(url, str) or not url.strip().lower().startswith(("http://", "https://")):
         raise ToolError(f"browse: 'url' must be an http(s) URL, got {url!r}")
     url = url.strip()
@@ -148,16 +164,8 @@ async def browse(
     final_url = str(response.url)
     _check_allowed(final_url, blocklist)
     content_type = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
-    if is_pdf(content_type, response.content):
-        title, text = await asyncio.to_thread(pdf_text, response.content, final_url, max_chars)
-    elif content_type in ("text/html", "application/xhtml+xml"):
-        title, text = main_text(html_source(response), final_url)
-    elif content_type in TEXT_TYPES:
-        title, text = "", response.text.strip()
-    else:
-        raise ToolError(f"browse: {final_url} is {content_type}, which cannot be read as text")
-    if len(text) > max_chars:
-        text = text[:max_chars] + f"\n[page cut at {max_chars} characters (browse_max_chars)]"
+    fetched = Page(content_type, response.content, response.charset_encoding, final_url, max_chars)
+    title, text = await read_in_worker(fetched, seconds=extract_seconds)
     header = ([f"Title: {title}"] if title else []) + [f"URL: {final_url}"]
     page = "\n".join(header) + "\n\n" + text
     return ToolText(page, [page])

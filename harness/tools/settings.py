@@ -25,6 +25,8 @@ SERPAPI_URL = "https://serpapi.com/search.json"
 OPENALEX_URL = "https://api.openalex.org/works"
 DEFAULT_MAX_BYTES = 20_000_000
 """Largest answer ``browse`` reads by default, in bytes."""
+DEFAULT_EXTRACT_SECONDS = 30.0
+"""Seconds ``browse`` may spend reading one fetched page by default."""
 Count = Annotated[int, Field(ge=1)]
 """A number of things, at least one."""
 Seconds = Annotated[float, Field(gt=0)]
@@ -66,6 +68,13 @@ class ToolSettings:
     """Tries of one HTTP request (retried on timeouts, 429 and 5xx)."""
     http_backoff: Annotated[float, Field(ge=0)] = 1.0
     """Seconds before the first retry, doubled for each later one."""
+    web_deadline: Seconds = 120.0
+    """Seconds one web request (search, scholar or browse) may take in all: every attempt, retry wait, redirect
+    and byte of the answer; a server that drips its answer is cut off here. A call that hits it is a tool error
+    naming this setting. A search call's queries run side by side, each within it; browse then reads the page
+    within ``browse_extract_seconds``."""
+    browse_extract_seconds: Seconds = DEFAULT_EXTRACT_SECONDS
+    """Seconds browse may spend turning one fetched page into text (in a worker process, killed after this)."""
     browse_max_chars: Count = 20000
     """Characters of page text browse returns; longer pages are cut with a note."""
     browse_max_bytes: Count = DEFAULT_MAX_BYTES

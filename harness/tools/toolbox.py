@@ -107,7 +107,10 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         )
     settings = ToolSettings.from_options(options)
     http = HttpSettings(
-        timeout=settings.http_timeout, attempts=settings.http_attempts, backoff=settings.http_backoff
+        timeout=settings.http_timeout,
+        attempts=settings.http_attempts,
+        backoff=settings.http_backoff,
+        deadline=settings.web_deadline,
     )
     try:
         blocklist = Blocklist(settings.blocklist)
@@ -182,6 +185,7 @@ def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklis
         blocklist=blocklist,
         max_chars=settings.browse_max_chars,
         max_bytes=settings.browse_max_bytes,
+        extract_seconds=settings.browse_extract_seconds,
         http=http,
         addresses=AddressPolicy(allow_private=settings.browse_allow_private),
     )

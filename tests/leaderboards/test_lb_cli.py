@@ -3,6 +3,7 @@ regression → exit code 1, bad suite → 2."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,35 @@ def test_bad_suite_exits_2_naming_the_problem(tmp_path, capsys):
     assert main([str(suite), "--out", str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err
     assert "checkpoints[0].temprature: unknown key" in error
+
+
+def test_an_unfinished_log_of_an_earlier_night_is_quarantined_once(tmp_path, make_suite, capsys):
+    import yaml
+
+    suite, out = tmp_path / "suite.yaml", tmp_path / "out"
+    suite.write_text(yaml.safe_dump(_one_checkpoint_suite(make_suite, wrong_every=0)))
+    killed = out / "logs" / "2026-01-01" / "killed.eval"  # a run killed mid-write leaves a cut archive
+    tonight = out / "logs" / "2026-01-02" / "resumable.eval"
+    for log in (killed, tonight):
+        log.parent.mkdir(parents=True)
+        log.write_bytes(b"PK\x03\x04" + bytes(100))
+    argv = [str(suite), "--out", str(out), "--no-run", "--night", "2026-01-02"]
+    with pytest.warns(SkippedLogWarning):
+        assert main(argv) == 0
+    assert "moved 1 unfinished log(s) of earlier nights" in capsys.readouterr().err
+    assert not killed.exists() and (out / "quarantine" / "2026-01-01" / "killed.eval").is_file()
+    assert tonight.is_file()  # tonight's stays for a rerun to resume
+    tonight.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SkippedLogWarning)
+        assert main(argv) == 0  # no warning on the next run
+
+
+def test_folders_a_failed_run_made_are_removed_when_left_empty(tmp_path):
+    from leaderboards.cli import removed_if_left_empty
+
+    night = tmp_path / "out" / "logs" / "2026-01-01"
+    with pytest.raises(RuntimeError), removed_if_left_empty(night):
+        assert night.is_dir()
+        raise RuntimeError("eval-set failed")
+    assert not (tmp_path / "out").exists() and tmp_path.is_dir()

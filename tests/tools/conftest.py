@@ -67,6 +67,8 @@ class Reply:
     """Seconds the server waits before answering (to trip the client's timeout)."""
     declare_length: bool = True
     """Send ``Content-Length``; without it the body runs until the connection closes (HTTP/1.0)."""
+    drip: float = 0.0
+    """Seconds between the body's bytes, sent one at a time (a server that drip-feeds its answer)."""
 
 
 @dataclass
@@ -105,7 +107,7 @@ class FakeWeb:
 
     reply = staticmethod(Reply)
     """Build a scripted reply: ``web.reply(status=200, body="" | b"" | dict | list, content_type=..., headers={},
-    delay=0.0, declare_length=True)``."""
+    delay=0.0, declare_length=True, drip=0.0)``."""
 
     def route(self, path: str, *replies: Reply) -> None:
         self.routes[path] = list(replies)
@@ -149,7 +151,12 @@ class FakeWeb:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if not reply.drip:
+                    self.wfile.write(data)
+                for byte in data if reply.drip else b"":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(reply.drip)
 
             do_GET = do_POST = _serve
 
@@ -171,6 +178,14 @@ def _serving(fake: FakeWeb) -> Iterator[FakeWeb]:
 @pytest.fixture
 def web() -> Iterator[FakeWeb]:
     with _serving(FakeWeb()) as fake:
+        yield fake
+
+
+@pytest.fixture
+def other_web() -> Iterator[FakeWeb]:
+    """A second fake web server, reached as ``localhost`` (``web`` is ``127.0.0.1``): another origin."""
+    with _serving(FakeWeb()) as fake:
+        fake.url = fake.url.replace("127.0.0.1", "localhost")
         yield fake
 
 

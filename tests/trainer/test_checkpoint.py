@@ -54,6 +54,27 @@ def test_killed_write_leaves_previous_checkpoint_loadable(tmp_path):
     ]
 
 
+def test_the_next_save_removes_what_a_killed_trainer_left_half_written(tmp_path):
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    assert writer.stdout.readline().strip() == "writing"
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    killed = tmp_path / "exports" / f".tmp-step_2-{writer.pid}"
+    assert killed.is_dir()
+    running = tmp_path / "exports" / f".tmp-step_9-{os.getppid()}"  # a live process's write in progress
+    running.mkdir()
+    save_checkpoint(
+        tmp_path, 3, {"weights": torch.zeros(1)}, export=lambda d: (d / "config.json").write_text("{}")
+    )
+    assert not killed.exists() and running.is_dir()
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == [running.name, "step_3"]
+
+
 def test_marker_moves_only_after_a_complete_save(tmp_path):
     assert latest_checkpoint(tmp_path) is None
     save_checkpoint(tmp_path, 1, {"x": 1})

@@ -67,6 +67,22 @@ def test_a_resumed_run_keeps_the_last_record_per_step(tmp_path):
     assert [r["reward_mean"] for r in read_metrics(tmp_path)] == [0.1, 0.3]
 
 
+def test_resuming_drops_the_rows_written_after_the_checkpoint(tmp_path):
+    killed = MetricsLog(tmp_path)
+    for step in range(4):  # checkpoint at step 2, then steps 2 and 3 logged before the kill
+        killed.write(step, {"reward_mean": 0.1 * step})
+    killed.close()
+    with open(tmp_path / METRICS_FILE, "a") as file:
+        file.write('{"step": 4, "rew')  # the kill cut a line
+    resumed = MetricsLog(tmp_path, first_step=2)
+    for step in (2, 3):
+        resumed.write(step, {"reward_mean": 0.5})
+    resumed.close()
+    rows = [json.loads(line) for line in (tmp_path / METRICS_FILE).read_text().splitlines()]
+    assert [row["step"] for row in rows] == [0, 1, 2, 3]
+    assert [row["reward_mean"] for row in rows] == [0.0, 0.1, 0.5, 0.5]
+
+
 def test_a_training_step_reports_every_metric(toy_config, tmp_path):
     algorithm = dataclasses.replace(toy_config.algorithm, kl_coef=0.05)
     metrics = Trainer(dataclasses.replace(toy_config, algorithm=algorithm), tmp_path).train_step()

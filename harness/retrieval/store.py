@@ -5,7 +5,7 @@ Layout of an index directory::
     manifest.json     kind, model, prefixes, count, corpus hash ... (written last: its presence marks a finished build)
     passages.jsonl    the corpus rows, one {"id", "contents"} per line
     offsets.npy       byte offset of each row in passages.jsonl (count + 1 entries), for random access
-    embeddings.npy, index.faiss    (dense)      bm25/    (BM25, bm25s format)
+    index.faiss    (dense: any faiss.index_factory type)      bm25/    (BM25, bm25s format)
 
 Passages are read from disk on demand, so a wiki-scale corpus is never held in memory. A build writes into a
 temporary directory next to the target (``.<name>.building-*``) and moves it into place only when complete: a build
@@ -37,9 +37,26 @@ EMBEDDINGS = "embeddings.npy"
 FAISS_INDEX = "index.faiss"
 BM25_DIR = "bm25"
 INDEX_ENTRIES = {MANIFEST, MANIFEST + ".tmp", PASSAGES, OFFSETS, EMBEDDINGS, FAISS_INDEX, BM25_DIR}
-FORMAT_VERSION = 1
+"""What an index directory may hold (``embeddings.npy``: format 1 dense indexes, replaced by a rebuild)."""
+FORMAT_VERSION = 2
 
 IndexKind = Literal["dense", "bm25"]
+
+
+@dataclass(frozen=True)
+class IndexQuality:
+    """What kind of FAISS index was built and how close its top-k is to exact search."""
+
+    index_type: str
+    """The ``faiss.index_factory`` string."""
+    search_params: str
+    """``faiss.ParameterSpace`` settings applied when searching (``nprobe=32``), or empty."""
+    train_rows: int
+    """Vectors the index was trained on (0 for types that need no training)."""
+    recall_k: int
+    recall_at_k: float
+    """Mean over the held-out queries of |top-k ∩ exact top-k| / k; 1.0 for ``Flat``."""
+    recall_queries: int
 
 
 @dataclass
@@ -60,6 +77,8 @@ class Manifest:
     dimension: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     """Kind-specific settings (pooling for dense; k1, b, method for BM25)."""
+    dense_index: IndexQuality | None = None
+    """The FAISS index type and its recall against exact search (dense only)."""
     format: int = FORMAT_VERSION
 
     def save(self, directory: Path) -> None:
@@ -80,6 +99,8 @@ class Manifest:
             raise RetrievalError(
                 f"{path}: index format {data.get('format')!r} is not {FORMAT_VERSION}; rebuild it"
             )
+        if data.get("dense_index") is not None:
+            data["dense_index"] = IndexQuality(**data["dense_index"])
         return cls(**data)
 
 

@@ -18,6 +18,7 @@ from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.encoder import TextEncoder
 from harness.retrieval.faiss_build import (
     EXACT_TYPE,
+    RECALL_K,
     IndexQuality,
     build_faiss_index,
     new_index,
@@ -57,7 +58,7 @@ def embed_passages(
     batches = _embedded_batches(directory, encoder, batch_size, progress)
     if index_type == EXACT_TYPE:
         write_flat_codes(new_index(EXACT_TYPE, encoder.dimension), count, directory / FAISS_INDEX, batches)
-        return IndexQuality(EXACT_TYPE, search_params, 0, 0, 1.0, 0)
+        return IndexQuality(EXACT_TYPE, search_params, 0, RECALL_K, 1.0, 0)
     scratch = VectorFile(directory / SCRATCH_VECTORS, encoder.dimension)
     try:
         with scratch.path.open("wb") as handle:

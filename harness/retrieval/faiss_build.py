@@ -23,6 +23,7 @@ from harness.retrieval.store import IndexQuality
 from harness.retrieval.vector_file import VectorFile
 
 EXACT_TYPE = "Flat"
+RECALL_K = 10
 BLOCK_ROWS = 16_384
 MIN_TRAIN_ROWS = 100_000
 TRAIN_ROWS_PER_LIST = 64
@@ -111,15 +112,12 @@ def _training_rows(index: faiss.Index, count: int, wanted: int | None) -> int:
 
 def _exact_top_k(vectors: VectorFile, queries: np.ndarray, k: int) -> np.ndarray:
     """Row numbers of the exact inner-product top-k per query, one pass over the file in blocks."""
-    best_rows = np.full((len(queries), 0), -1, dtype=np.int64)
-    best_scores = np.empty((len(queries), 0), dtype=np.float32)
+    heap = faiss.ResultHeap(len(queries), k, keep_max=True)
     for start, block in vectors.blocks(BLOCK_ROWS):
-        block_rows = np.broadcast_to(np.arange(start, start + len(block)), (len(queries), len(block)))
-        scores = np.concatenate([best_scores, queries @ block.T], axis=1)
-        rows = np.concatenate([best_rows, block_rows], axis=1)
-        keep = np.argpartition(-scores, min(k, scores.shape[1] - 1), axis=1)[:, :k]
-        best_scores, best_rows = np.take_along_axis(scores, keep, 1), np.take_along_axis(rows, keep, 1)
-    return best_rows
+        scores, rows = faiss.knn(queries, block, min(k, len(block)), metric=faiss.METRIC_INNER_PRODUCT)
+        heap.add_result(np.ascontiguousarray(scores), np.ascontiguousarray(rows + start))
+    heap.finalize()
+    return heap.I
 
 
 def measure_recall(index: faiss.Index, vectors: VectorFile, query_rows: np.ndarray, k: int) -> float:
@@ -139,7 +137,7 @@ def build_faiss_index(
     search_params: str = "",
     train_rows: int | None = None,
     recall_queries: int = 256,
-    recall_k: int = 10,
+    recall_k: int = RECALL_K,
     seed: int = 0,
 ) -> IndexQuality:
     """Index every row of ``vectors`` into a ``index_type`` index written to ``path``; returns its quality.

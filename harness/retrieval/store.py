@@ -3,7 +3,7 @@
 Layout of an index directory::
 
     manifest.json     kind, model, prefixes, count, corpus hash ... (written last: its presence marks a finished build)
-    passages.jsonl    the corpus rows, one {"id", "contents"} per line
+    passages.jsonl    the corpus rows, one {"id", "contents"} per line (or a link to an imported corpus)
     offsets.npy       byte offset of each row in passages.jsonl (count + 1 entries), for random access
     index.faiss    (dense: any faiss.index_factory type)      bm25/    (BM25, bm25s format)
 
@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 from tqdm import tqdm
@@ -54,8 +54,9 @@ class IndexQuality:
     train_rows: int
     """Vectors the index was trained on (0 for types that need no training)."""
     recall_k: int
-    recall_at_k: float
-    """Mean over the held-out queries of |top-k ∩ exact top-k| / k; 1.0 for ``Flat``."""
+    recall_at_k: float | None
+    """Mean over the held-out queries of |top-k ∩ exact top-k| / k; 1.0 for ``Flat``; None when not measured
+    (an imported approximate index, whose vectors are not at hand)."""
     recall_queries: int
 
 
@@ -146,20 +147,49 @@ def copy_corpus(corpus: Path, directory: Path, progress: bool = False) -> tuple[
 
     ``progress`` shows a bar over the corpus file's bytes (wiki-18 is 13 GiB: reading it takes minutes).
     """
+    with (directory / PASSAGES).open("wb") as out:
+        return _index_rows(corpus, directory, progress, out)
+
+
+def link_corpus(corpus: Path, directory: Path, progress: bool = False) -> tuple[int, str]:
+    """Serve ``corpus`` in place: ``passages.jsonl`` links to it and ``offsets.npy`` indexes its lines.
+
+    Every line is checked as ``copy_corpus`` checks it; a blank line is refused, since rows are lines here.
+    """
+    corpus = Path(corpus).resolve()
+    count, sha256 = _index_rows(corpus, directory, progress, None)
+    (directory / PASSAGES).symlink_to(corpus)
+    return count, sha256
+
+
+def _index_rows(corpus: Path, directory: Path, progress: bool, out: BinaryIO | None) -> tuple[int, str]:
+    """Read every row of ``corpus`` once (hash, offsets, checks), writing each row to ``out`` when given."""
     digest = hashlib.sha256()
     offsets = [0]
+    lines = 0
     size = corpus.stat().st_size if corpus.is_file() else None
     bar = tqdm(total=size, unit="B", unit_scale=True, desc="reading corpus", disable=not progress)
 
     def read(raw: bytes) -> None:
+        nonlocal lines
+        lines += 1
         digest.update(raw)
         bar.update(len(raw))
+        if out is None:
+            if not raw.strip():
+                raise RetrievalError(
+                    f"{corpus}:{lines}: blank line; a corpus served in place has one row a line"
+                )
+            offsets.append(offsets[-1] + len(raw))
 
-    with bar, (directory / PASSAGES).open("wb") as out:
+    with bar:
         for passage_id, contents in iter_corpus(corpus, on_bytes=read):
-            line = (json.dumps({"id": passage_id, "contents": contents}, ensure_ascii=False) + "\n").encode()
-            out.write(line)
-            offsets.append(offsets[-1] + len(line))
+            if out is not None:
+                line = (
+                    json.dumps({"id": passage_id, "contents": contents}, ensure_ascii=False) + "\n"
+                ).encode()
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
     if len(offsets) == 1:
         raise RetrievalError(f"corpus {corpus} has no passages")
     np.save(directory / OFFSETS, np.asarray(offsets, dtype=np.int64))

@@ -140,7 +140,7 @@ def test_dense_round_trip_keeps_manifest_embeddings_and_results(dense_index, min
         "index_type": "Flat",
         "search_params": "",
         "train_rows": 0,
-        "recall_k": 0,
+        "recall_k": 10,
         "recall_at_k": 1.0,
         "recall_queries": 0,
     }

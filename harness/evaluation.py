@@ -23,7 +23,7 @@ from harness.datasets import get_benchmark, load_benchmark
 from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
-from harness.systems import get_system, system_solver
+from harness.systems import get_system, index_record, system_solver
 from judges import registry as judges
 from judges.inspect_compat import PrerequisiteError, active_model
 from judges.named import lookup
@@ -134,6 +134,7 @@ def benchmark_task(
         "judge_options": judge_options,
         "judge_model": _grader_name(task_roles) if uses_grader else None,
         **_checkpoint_records(task_roles),
+        "retrieval_index": index_record(system_spec, system_spec.split_options(effective_options)[1]),
     }
     return Task(
         name=spec.name,

@@ -17,6 +17,8 @@ import faiss
 import numpy as np
 import pytest
 import Stemmer
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
 
 from harness.cli import main as mara
 from harness.retrieval import RetrievalError, TextEncoder, build_index, load_index
@@ -29,6 +31,7 @@ from harness.retrieval.faiss_build import (
     write_flat_codes,
 )
 from harness.retrieval.vector_file import VectorFile
+from harness.testing import scripted_model
 
 ROOT = Path(__file__).resolve().parents[2]
 RSS_PROBE = textwrap.dedent(
@@ -295,3 +298,19 @@ def test_bm25_scores_equal_bm25s_configured_like_flashrag(tmp_path, corpus, monk
     saved = tmp_path / "ours" / "bm25"
     for name in ("data", "indices", "indptr"):
         np.testing.assert_array_equal(np.load(saved / f"{name}.csc.index.npy"), reference.scores[name])
+
+
+def test_the_eval_log_records_the_index_type_and_its_recall(tmp_path, corpus, minilm):
+    index = tmp_path / "index"
+    build_index(corpus, index, model=minilm, index_type="HNSW8", progress=False)
+    (log,) = inspect_eval(
+        str(ROOT / "tasks" / "qa.py@nq"),
+        task_args={"data": "samples", "limit": 1, "system": "react", "tools": "search", "index": str(index)},
+        model=scripted_model(lambda messages, config: "<answer>Paris</answer>"),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    record = read_eval_log(log.location, header_only=True).eval.metadata["retrieval_index"]
+    assert record["directory"] == str(index) and record["kind"] == "dense" and record["count"] == 20
+    assert record["dense_index"] == json.loads((index / "manifest.json").read_text())["dense_index"]
+    assert record["dense_index"]["index_type"] == "HNSW8" and record["dense_index"]["recall_k"] == 10

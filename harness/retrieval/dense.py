@@ -21,6 +21,7 @@ from harness.retrieval.faiss_build import (
     RECALL_K,
     IndexQuality,
     build_faiss_index,
+    check_buildable,
     new_index,
     read_faiss,
     write_flat_codes,
@@ -54,7 +55,7 @@ def embed_passages(
 ) -> IndexQuality:
     """Embed every passage of an index directory into ``index.faiss`` (a ``faiss.index_factory`` type)."""
     count = len(PassageStore(directory))
-    new_index(index_type, encoder.dimension)  # an unknown type fails before any encoding
+    check_buildable(index_type, encoder.dimension, count)  # before any encoding
     batches = _embedded_batches(directory, encoder, batch_size, progress)
     if index_type == EXACT_TYPE:
         write_flat_codes(new_index(EXACT_TYPE, encoder.dimension), count, directory / FAISS_INDEX, batches)

@@ -30,12 +30,28 @@ TRAIN_ROWS_PER_LIST = 64
 NTOTAL_OFFSET = 8  # every index header: fourcc (4 bytes), d (int32), then ntotal (int64)
 
 
+def faiss_reason(err: RuntimeError) -> str:
+    """FAISS's own message without its C++ location prefix."""
+    return str(err).strip().splitlines()[-1].split("Error: ")[-1]
+
+
+def check_buildable(index_type: str, dimension: int, count: int) -> None:
+    """Refuse, before any encoding, a type that cannot be trained on ``count`` vectors (IVF lists > vectors)."""
+    ivf = faiss.try_extract_index_ivf(new_index(index_type, dimension))
+    if ivf is not None and ivf.nlist > count:
+        fewer = 2 ** max(0, int(count**0.5).bit_length() - 1)  # about sqrt(N), a power of two
+        raise RetrievalError(
+            f"index type {index_type!r} has {ivf.nlist} IVF lists but the corpus has {count} passages; "
+            f"choose fewer lists (IVF{fewer}: about sqrt(N)) or Flat"
+        )
+
+
 def new_index(index_type: str, dimension: int) -> faiss.Index:
     """An empty inner-product index of ``index_type``; an unknown factory string is a ``RetrievalError``."""
     try:
         return faiss.index_factory(dimension, index_type, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as err:
-        reason = str(err).strip().splitlines()[-1]
+        reason = faiss_reason(err)
         raise RetrievalError(
             f"index type {index_type!r} is not a faiss.index_factory string ({reason}); "
             "try Flat, SQfp16, HNSW32 or IVF4096,PQ64"
@@ -152,7 +168,12 @@ def build_faiss_index(
     training = _training_rows(template, count, train_rows)
     train_sample = order[len(query_rows) : len(query_rows) + training] if count > len(query_rows) else order
     if training:
-        template.train(vectors.take(np.sort(train_sample)))
+        try:
+            template.train(vectors.take(np.sort(train_sample)))
+        except RuntimeError as err:
+            raise RetrievalError(
+                f"cannot train {index_type!r} on {training} vectors ({faiss_reason(err)})"
+            ) from err
     if isinstance(template, faiss.IndexFlatCodes):
         write_flat_codes(template, count, path, (block for _, block in vectors.blocks(BLOCK_ROWS)))
     else:

@@ -13,6 +13,8 @@ from harness.retrieval.faiss_build import EXACT_TYPE, new_index
 from harness.retrieval.store import IndexKind, Manifest, building, copy_corpus
 
 KINDS: tuple[IndexKind, ...] = ("dense", "bm25")
+PARSE_DIMENSION = 3840
+"""A dimension every common PQ/OPQ split divides, to parse a factory string before the model's is known."""
 
 
 def build_index(
@@ -42,7 +44,7 @@ def build_index(
     if kind not in KINDS:
         raise RetrievalError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
     if kind == "dense":
-        new_index(index_type, 8)  # an unknown factory string fails before the model loads
+        new_index(index_type, PARSE_DIMENSION)  # a malformed factory string fails before the model loads
     if batch_size < 1:
         raise RetrievalError(f"batch size must be at least 1, got {batch_size}")
     encoder = (  # loaded first: a missing model fails before a long corpus copy

@@ -159,6 +159,30 @@ def test_unknown_index_type_fails_before_any_work(tmp_path, corpus, capsys):
     assert len(err.splitlines()) == 1 and not (tmp_path / "x").exists() and list(tmp_path.iterdir()) == []
 
 
+def test_more_ivf_lists_than_passages_fails_before_encoding(tmp_path, corpus, minilm, capsys, monkeypatch):
+    monkeypatch.setattr(TextEncoder, "encode_passages", lambda *args: pytest.fail("encoded before the check"))
+    assert (
+        mara(
+            [
+                "index",
+                "build",
+                str(corpus),
+                str(tmp_path / "x"),
+                "--model",
+                minilm,
+                "--index-type",
+                "IVF64,Flat",
+            ]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "mara index: index type 'IVF64,Flat' has 64 IVF lists but the corpus has 20 passages; "
+        "choose fewer lists (IVF4: about sqrt(N)) or Flat"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def _flashrag_artefacts(directory: Path, corpus: Path, minilm: str) -> tuple[Path, Path]:
     """A FAISS index and a bm25s folder laid out as FlashRAG's index_builder writes them (its calls, here)."""
     rows = [json.loads(line) for line in corpus.read_text().splitlines()]

@@ -224,4 +224,4 @@ class PassageStore:
     @staticmethod
     def _decode(line: bytes) -> tuple[str, str]:
         record = json.loads(line)
-        return record["id"], record["contents"]
+        return str(record["id"]), record["contents"]  # an imported corpus may have integer ids

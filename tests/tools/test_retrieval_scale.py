@@ -338,3 +338,16 @@ def test_the_eval_log_records_the_index_type_and_its_recall(tmp_path, corpus, mi
     assert record["directory"] == str(index) and record["kind"] == "dense" and record["count"] == 20
     assert record["dense_index"] == json.loads((index / "manifest.json").read_text())["dense_index"]
     assert record["dense_index"]["index_type"] == "HNSW8" and record["dense_index"]["recall_k"] == 10
+
+
+def test_an_imported_corpus_with_integer_ids_gives_string_ids(tmp_path, corpus, minilm):
+    numbered = tmp_path / "numbered.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+    numbered.write_text(
+        "".join(json.dumps({"id": i, "contents": r["contents"]}) + "\n" for i, r in enumerate(rows))
+    )
+    _, bm25_dir = _flashrag_artefacts(tmp_path, numbered, minilm)
+    from harness.retrieval.importer import import_flashrag
+
+    import_flashrag(tmp_path / "out", numbered, bm25_dir=bm25_dir, progress=False)
+    assert load_index(tmp_path / "out").search("Satoshi Nakamoto", k=1)[0].id == "8"

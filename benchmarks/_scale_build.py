@@ -9,7 +9,6 @@ build: every vector added to an in-memory IndexFlatIP, then written.
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -24,8 +23,18 @@ IN_RAM_FLAT = "in-RAM Flat"
 QUERIES, K = 1_000, 10
 
 
-def _peak() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _status(field: str) -> int:
+    """A ``/proc/self/status`` memory field in bytes (``VmRSS``, ``VmHWM``: the peak since the last reset)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _reset_peak() -> int:
+    """Reset the peak RSS to the current RSS (``clear_refs`` 5) and return the current RSS."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _status("VmRSS")
 
 
 def main(
@@ -33,7 +42,7 @@ def main(
 ) -> None:
     faiss.omp_set_num_threads(1)
     vectors, path = VectorFile(Path(vectors_path), int(dimension)), Path(out) / "index.faiss"
-    before, start = _peak(), time.perf_counter()
+    before, start = _reset_peak(), time.perf_counter()
     if index_type == IN_RAM_FLAT:
         index = faiss.IndexFlatIP(vectors.dimension)
         for _, block in vectors.blocks(BLOCK_ROWS):
@@ -50,7 +59,7 @@ def main(
             search_params=search_params,
         )
         recall = quality.recall_at_k
-    build_s, grown = time.perf_counter() - start, _peak() - before
+    build_s, grown = time.perf_counter() - start, _status("VmHWM") - before
     index = read_faiss(path, search_params if index_type != IN_RAM_FLAT else "")
     queries = vectors.take(np.random.default_rng(1).integers(0, len(vectors), QUERIES))
     start = time.perf_counter()

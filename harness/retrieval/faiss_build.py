@@ -24,7 +24,7 @@ from harness.retrieval.vector_file import VectorFile
 
 EXACT_TYPE = "Flat"
 RECALL_K = 10
-BLOCK_ROWS = 16_384
+BLOCK_ROWS = 4_096
 MIN_TRAIN_ROWS = 100_000
 TRAIN_ROWS_PER_LIST = 64
 NTOTAL_OFFSET = 8  # every index header: fourcc (4 bytes), d (int32), then ntotal (int64)
@@ -100,7 +100,7 @@ def write_flat_codes(template: faiss.Index, count: int, path: Path, blocks: Iter
             written += len(vectors)
             if written > count:
                 raise RetrievalError(f"more than the {count} announced vectors were written")
-            handle.write(template.sa_encode(np.ascontiguousarray(vectors, dtype=np.float32)).tobytes())
+            handle.write(template.sa_encode(np.ascontiguousarray(vectors, dtype=np.float32)).data)
         if written != count:
             raise RetrievalError(f"{written} vectors written where {count} were announced")
         handle.write(tail)

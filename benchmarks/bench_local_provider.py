@@ -255,3 +255,39 @@ def test_vllm_throughput(benchmark, tiny_for_gpu, loop, concurrent):
     spread = Spread.of(rates)
     benchmark.extra_info.update({"concurrent": concurrent, "vllm_tok_s": spread.as_dict()})
     print(f"\n{concurrent:>2} concurrent: vLLM tok/s min/median/max {spread}")
+
+
+TORCH_DEFAULT_THREADS = torch.get_num_threads()
+"""Torch's own default (one per core), read before any ``local/`` model sets it."""
+
+
+def test_one_cpu_thread_vs_torchs_default(benchmark, tiny, loop):
+    """``-M threads`` default (1, ``CPU_THREADS``) against torch's default on the same model and 8 concurrent
+    requests, in interleaved pairs: ratios of output tokens per wall second and per CPU second, 1 / default."""
+    from harness.providers.local_api import CPU_THREADS
+
+    model = get_model(f"local/{tiny}", backend="hf", device="cpu", memoize=False)
+    tokens_per_second(model, 8, loop)
+
+    def with_threads(count: int) -> dict[str, float]:
+        torch.set_num_threads(count)  # what -M threads sets at load; process-wide, so set before each side
+        return burst_rates(model, 8, loop, bursts=2)
+
+    pairs = benchmark.pedantic(
+        interleaved_pairs,
+        args=(lambda: with_threads(CPU_THREADS), lambda: with_threads(TORCH_DEFAULT_THREADS), ROUNDS),
+        rounds=1,
+        iterations=1,
+    )
+    wall = ratio_spread(pairs, lambda p: p.ours["wall"] / p.baseline["wall"])
+    cpu = ratio_spread(pairs, lambda p: p.ours["cpu"] / p.baseline["cpu"])
+    benchmark.extra_info.update(
+        threads=CPU_THREADS,
+        torch_default=TORCH_DEFAULT_THREADS,
+        wall_ratio=wall.as_dict(),
+        cpu_ratio=cpu.as_dict(),
+    )
+    print(
+        f"\nthreads {CPU_THREADS} vs torch default {TORCH_DEFAULT_THREADS}, {ROUNDS} pairs, 8 concurrent: "
+        f"tokens per wall second min/median/max {wall}, per CPU second {cpu}"
+    )

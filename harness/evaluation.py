@@ -25,7 +25,7 @@ from harness.datasets import get_benchmark, load_benchmark
 from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
-from harness.systems import get_system, system_solver, tool_cache_summary
+from harness.systems import get_system, index_record, system_solver, tool_cache_summary
 from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
@@ -211,6 +211,7 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         "role_models": _role_models(system_spec.roles, task_roles),
         "tool_cache": tool_cache,
         **_checkpoint_records(task_roles),
+        "retrieval_index": index_record(system_spec, system_spec.split_options(effective_options)[1]),
     }
     return Task(
         name=spec.name,

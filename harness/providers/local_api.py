@@ -14,7 +14,9 @@ layers) is batched statically, with a warning naming the reason. Both give every
 
 ``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
 ``cuda:N``; for vLLM ``cuda:N`` or a GPU list ``0,1``), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
-``seed`` (torch's global seed; vLLM's ``--seed``), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
+``seed`` (torch's global seed; vLLM's ``--seed``), ``threads`` (torch's CPU threads, process-wide, when the
+transformers backend runs on the CPU; default 1: torch's own default of one per core slowed decoding several-fold
+on a shared machine), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
 adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
 ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
@@ -87,6 +89,10 @@ TOOL_FORMAT = "any"
 """Model family given to Inspect's open-model tool-call parser: not a known family, so it tries every format."""
 
 
+CPU_THREADS = 1
+"""Torch threads on the CPU unless ``-M threads`` says otherwise: one never oversubscribes a shared machine."""
+
+
 @config_dataclass(frozen=True)
 class LocalOptions:
     """The ``-M`` options of ``local/`` (see the module docstring), checked when the model is created."""
@@ -103,6 +109,8 @@ class LocalOptions:
     """GPUs one vLLM engine spans."""
     seed: Annotated[StrictInt, Field(ge=0)] | None = None
     """Torch's global seed (vLLM's ``--seed``)."""
+    threads: Annotated[StrictInt, Field(ge=1)] | None = None
+    """Torch CPU threads for the transformers backend on the CPU (process-wide; default ``CPU_THREADS``)."""
     batch_size: Annotated[StrictInt, Field(ge=1)] = 16
     """Most rows generated together."""
     batch_wait_ms: Annotated[StrictFloat, Field(ge=0)] = 10.0
@@ -252,6 +260,8 @@ class TransformersModelAPI(ModelAPI):
         super().__init__(model_name=model_name, config=config)
         self.options = options
         device = options.device or default_device()
+        if device == "cpu":
+            torch.set_num_threads(options.threads or CPU_THREADS)
         merge = checkpoint.merge if checkpoint.merge is not None else options.merge
         key = (
             checkpoint,

@@ -1,6 +1,7 @@
 """`mara index`: build a retrieval index from a corpus, or query one.
 
-mara index build CORPUS.jsonl OUT/ [--kind e5|bm25] [--model NAME] [--batch-size N]
+mara index build CORPUS.jsonl OUT/ [--kind e5|bm25] [--model NAME] [--batch-size N] [--index-type "IVF4096,PQ64"]
+mara index import OUT/ --corpus wiki18_100w.jsonl (--faiss e5_Flat.index | --bm25 bm25/)
 mara index query OUT/ "question" [-k 5]
 """
 
@@ -8,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
+from harness.retrieval.faiss_build import EXACT_TYPE
+from harness.retrieval.importer import import_flashrag
 from harness.retrieval.index import build_index, load_index
+from harness.retrieval.store import Manifest
 
 KIND_CHOICES = {"e5": "dense", "dense": "dense", "bm25": "bm25"}
 
@@ -37,6 +42,31 @@ def _parser() -> argparse.ArgumentParser:
         "--passage-prefix", default=PASSAGE_PREFIX, help=f"prefix for passages (default {PASSAGE_PREFIX!r})"
     )
     build.add_argument("--device", default=None, help="torch device for encoding (default: automatic)")
+    build.add_argument(
+        "--index-type",
+        default=EXACT_TYPE,
+        help="faiss.index_factory string: Flat (exact, default), SQfp16, HNSW32, IVF4096,PQ64 ...",
+    )
+    build.add_argument(
+        "--search-params", default="", help="FAISS search settings kept with the index, e.g. nprobe=64"
+    )
+    build.add_argument(
+        "--train-rows", type=int, default=None, help="passages to train IVF/PQ/SQ8 types on (default 100k+)"
+    )
+
+    imported = commands.add_parser(
+        "import", help="serve FlashRAG's released corpus + FAISS index (or bm25s folder) in place, verified"
+    )
+    imported.add_argument("out", help="output index directory (holds links to the files, not copies)")
+    imported.add_argument("--corpus", required=True, help="FlashRAG corpus JSONL (wiki18_100w.jsonl)")
+    source = imported.add_mutually_exclusive_group(required=True)
+    source.add_argument("--faiss", help="FlashRAG's FAISS index file (e5_Flat.index)")
+    source.add_argument("--bm25", help="FlashRAG's bm25s index folder (bm25/)")
+    imported.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"the model the FAISS index was embedded with ({DEFAULT_MODEL})",
+    )
 
     query = commands.add_parser("query", help="print the top-k passages for a question")
     query.add_argument("index", help="index directory")
@@ -46,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
         "--model", default=None, help="override the embedding model path recorded in the index"
     )
     return parser
+
+
+def _describe(manifest: Manifest) -> str:
+    quality = manifest.dense_index
+    if quality is None:
+        return manifest.kind
+    recall = "not measured" if quality.recall_at_k is None else f"{quality.recall_at_k:.3f}"
+    return f"dense {quality.index_type}, recall@{quality.recall_k} vs Flat {recall}"
 
 
 def main(argv: list[str]) -> int:
@@ -61,8 +99,20 @@ def main(argv: list[str]) -> int:
                 passage_prefix=args.passage_prefix,
                 batch_size=args.batch_size,
                 device=args.device,
+                index_type=args.index_type,
+                search_params=args.search_params,
+                train_rows=args.train_rows,
             )
-            print(f"indexed {manifest.count} passages ({manifest.kind}) into {args.out}")
+            print(f"indexed {manifest.count} passages ({_describe(manifest)}) into {args.out}")
+        elif args.command == "import":
+            manifest = import_flashrag(
+                args.out,
+                args.corpus,
+                faiss_index=args.faiss and Path(args.faiss),
+                bm25_dir=args.bm25 and Path(args.bm25),
+                model=args.model,
+            )
+            print(f"imported {manifest.count} passages ({_describe(manifest)}) into {args.out}, checked")
         else:
             if args.k < 1:
                 raise RetrievalError(f"-k must be at least 1, got {args.k}")

@@ -1,38 +1,76 @@
-"""Dense retrieval: passages embedded once with a ``TextEncoder`` into an exact FAISS inner-product index."""
+"""Dense retrieval: passages embedded with a ``TextEncoder`` into a FAISS inner-product index of any factory type.
+
+Embeddings are streamed to disk a batch at a time: an exact ``Flat`` index is written directly as its file, other
+types go through a scratch vector file (deleted after the build) that ``faiss_build`` trains on and indexes.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
-import faiss
 import numpy as np
 from tqdm import tqdm
 
 from harness.retrieval.base import RetrievalIndex
 from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.encoder import TextEncoder
-from harness.retrieval.store import EMBEDDINGS, FAISS_INDEX, Manifest, PassageStore
+from harness.retrieval.faiss_build import (
+    EXACT_TYPE,
+    RECALL_K,
+    IndexQuality,
+    build_faiss_index,
+    check_buildable,
+    new_index,
+    read_faiss,
+    write_flat_codes,
+)
+from harness.retrieval.store import FAISS_INDEX, Manifest, PassageStore
+from harness.retrieval.vector_file import VectorFile
+
+SCRATCH_VECTORS = "vectors.f32.building"
 
 
-def embed_passages(directory: Path, encoder: TextEncoder, batch_size: int, progress: bool) -> None:
-    """Embed every passage of an index directory, writing ``embeddings.npy`` and ``index.faiss``."""
+def _embedded_batches(
+    directory: Path, encoder: TextEncoder, batch_size: int, progress: bool
+) -> Iterator[np.ndarray]:
     store = PassageStore(directory)
-    count, dimension = len(store), encoder.dimension
-    embeddings = np.lib.format.open_memmap(
-        directory / EMBEDDINGS, mode="w+", dtype=np.float32, shape=(count, dimension)
-    )
-    index = faiss.IndexFlatIP(dimension)
-    with tqdm(total=count, unit="passage", desc="embedding passages", disable=not progress) as bar:
-        for start in range(0, count, batch_size):
-            stop = min(start + batch_size, count)
-            vectors = encoder.encode_passages(
-                [contents for _, contents in store.rows(start, stop)], batch_size
-            )
-            embeddings[start:stop] = vectors
-            index.add(vectors)
+    with tqdm(total=len(store), unit="passage", desc="embedding passages", disable=not progress) as bar:
+        for start in range(0, len(store), batch_size):
+            stop = min(start + batch_size, len(store))
+            yield encoder.encode_passages([contents for _, contents in store.rows(start, stop)], batch_size)
             bar.update(stop - start)
-    embeddings.flush()
-    faiss.write_index(index, str(directory / FAISS_INDEX))
+
+
+def embed_passages(
+    directory: Path,
+    encoder: TextEncoder,
+    batch_size: int,
+    progress: bool,
+    *,
+    index_type: str = EXACT_TYPE,
+    search_params: str = "",
+    train_rows: int | None = None,
+) -> IndexQuality:
+    """Embed every passage of an index directory into ``index.faiss`` (a ``faiss.index_factory`` type)."""
+    count = len(PassageStore(directory))
+    check_buildable(index_type, encoder.dimension, count)  # before any encoding
+    batches = _embedded_batches(directory, encoder, batch_size, progress)
+    if index_type == EXACT_TYPE:
+        write_flat_codes(new_index(EXACT_TYPE, encoder.dimension), count, directory / FAISS_INDEX, batches)
+        return IndexQuality(EXACT_TYPE, search_params, 0, RECALL_K, 1.0, 0)
+    scratch = VectorFile(directory / SCRATCH_VECTORS, encoder.dimension)
+    try:
+        with scratch.path.open("wb") as handle:
+            for vectors in batches:
+                scratch.append(handle, vectors)
+        return build_faiss_index(
+            scratch, index_type, directory / FAISS_INDEX, search_params=search_params, train_rows=train_rows
+        )
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            scratch.path.unlink()
 
 
 class DenseIndex(RetrievalIndex):
@@ -53,7 +91,8 @@ class DenseIndex(RetrievalIndex):
                 f"model {self.encoder.model_name!r} embeds into {self.encoder.dimension} dimensions but the index "
                 f"at {directory} was built with {manifest.dimension} ({manifest.model!r}); use the same model"
             )
-        self.faiss_index = faiss.read_index(str(Path(directory) / FAISS_INDEX))
+        quality = manifest.dense_index
+        self.faiss_index = read_faiss(Path(directory) / FAISS_INDEX, quality.search_params if quality else "")
 
     def _top_k(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         scores, rows = self.faiss_index.search(self.encoder.encode_queries(queries), k)

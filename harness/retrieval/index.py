@@ -9,9 +9,12 @@ from harness.retrieval import bm25, dense
 from harness.retrieval.base import RetrievalIndex
 from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX, TextEncoder
+from harness.retrieval.faiss_build import EXACT_TYPE, new_index
 from harness.retrieval.store import IndexKind, Manifest, building, copy_corpus
 
 KINDS: tuple[IndexKind, ...] = ("dense", "bm25")
+PARSE_DIMENSION = 3840
+"""A dimension every common PQ/OPQ split divides, to parse a factory string before the model's is known."""
 
 
 def build_index(
@@ -25,15 +28,23 @@ def build_index(
     batch_size: int = 64,
     device: str | None = None,
     progress: bool = True,
+    index_type: str = EXACT_TYPE,
+    search_params: str = "",
+    train_rows: int | None = None,
 ) -> Manifest:
     """Index a ``{"id", "contents"}`` JSON-lines corpus into directory ``out`` and return its manifest.
 
-    ``kind="dense"`` embeds passages with ``model`` (sentence-transformers; prefixes as given, E5's by default);
+    ``kind="dense"`` embeds passages with ``model`` (sentence-transformers; prefixes as given, E5's by default)
+    into a FAISS index of ``index_type`` (a ``faiss.index_factory`` string: ``Flat``, ``SQfp16``, ``HNSW32``,
+    ``IVF4096,PQ64`` ...), trained on ``train_rows`` sampled passages where the type needs training and searched
+    with ``search_params`` (``nprobe=32``); its recall@10 against exact search goes in the manifest.
     ``kind="bm25"`` builds a BM25 index and ignores the model settings. The index appears in ``out`` only when
     complete (``store.building``): a failed build leaves ``out`` as it was.
     """
     if kind not in KINDS:
         raise RetrievalError(f"unknown index kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind == "dense":
+        new_index(index_type, PARSE_DIMENSION)  # a malformed factory string fails before the model loads
     if batch_size < 1:
         raise RetrievalError(f"batch size must be at least 1, got {batch_size}")
     encoder = (  # loaded first: a missing model fails before a long corpus copy
@@ -45,7 +56,15 @@ def build_index(
         count, sha256 = copy_corpus(Path(corpus), work, progress)
         manifest = Manifest(kind=kind, count=count, corpus_sha256=sha256, corpus=str(corpus))
         if encoder is not None:
-            dense.embed_passages(work, encoder, batch_size, progress)
+            manifest.dense_index = dense.embed_passages(
+                work,
+                encoder,
+                batch_size,
+                progress,
+                index_type=index_type,
+                search_params=search_params,
+                train_rows=train_rows,
+            )
             manifest.model, manifest.dimension = model, encoder.dimension
             manifest.query_prefix, manifest.passage_prefix = query_prefix, passage_prefix
             manifest.params = {"pooling": encoder.pooling, "normalized": True, "metric": "inner_product"}

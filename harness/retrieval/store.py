@@ -3,9 +3,9 @@
 Layout of an index directory::
 
     manifest.json     kind, model, prefixes, count, corpus hash ... (written last: its presence marks a finished build)
-    passages.jsonl    the corpus rows, one {"id", "contents"} per line
+    passages.jsonl    the corpus rows, one {"id", "contents"} per line (or a link to an imported corpus)
     offsets.npy       byte offset of each row in passages.jsonl (count + 1 entries), for random access
-    embeddings.npy, index.faiss    (dense)      bm25/    (BM25, bm25s format)
+    index.faiss    (dense: any faiss.index_factory type)      bm25/    (BM25, bm25s format)
 
 Passages are read from disk on demand, so a wiki-scale corpus is never held in memory. A build writes into a
 temporary directory next to the target (``.<name>.building-*``) and moves it into place only when complete: a build
@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 from tqdm import tqdm
@@ -37,9 +37,27 @@ EMBEDDINGS = "embeddings.npy"
 FAISS_INDEX = "index.faiss"
 BM25_DIR = "bm25"
 INDEX_ENTRIES = {MANIFEST, MANIFEST + ".tmp", PASSAGES, OFFSETS, EMBEDDINGS, FAISS_INDEX, BM25_DIR}
-FORMAT_VERSION = 1
+"""What an index directory may hold (``embeddings.npy``: format 1 dense indexes, replaced by a rebuild)."""
+FORMAT_VERSION = 2
 
 IndexKind = Literal["dense", "bm25"]
+
+
+@dataclass(frozen=True)
+class IndexQuality:
+    """What kind of FAISS index was built and how close its top-k is to exact search."""
+
+    index_type: str
+    """The ``faiss.index_factory`` string."""
+    search_params: str
+    """``faiss.ParameterSpace`` settings applied when searching (``nprobe=32``), or empty."""
+    train_rows: int
+    """Vectors the index was trained on (0 for types that need no training)."""
+    recall_k: int
+    recall_at_k: float | None
+    """Mean over the held-out queries of |top-k ∩ exact top-k| / k; 1.0 for ``Flat``; None when not measured
+    (an imported approximate index, whose vectors are not at hand)."""
+    recall_queries: int
 
 
 @dataclass
@@ -60,6 +78,8 @@ class Manifest:
     dimension: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     """Kind-specific settings (pooling for dense; k1, b, method for BM25)."""
+    dense_index: IndexQuality | None = None
+    """The FAISS index type and its recall against exact search (dense only)."""
     format: int = FORMAT_VERSION
 
     def save(self, directory: Path) -> None:
@@ -80,6 +100,8 @@ class Manifest:
             raise RetrievalError(
                 f"{path}: index format {data.get('format')!r} is not {FORMAT_VERSION}; rebuild it"
             )
+        if data.get("dense_index") is not None:
+            data["dense_index"] = IndexQuality(**data["dense_index"])
         return cls(**data)
 
 
@@ -125,20 +147,49 @@ def copy_corpus(corpus: Path, directory: Path, progress: bool = False) -> tuple[
 
     ``progress`` shows a bar over the corpus file's bytes (wiki-18 is 13 GiB: reading it takes minutes).
     """
+    with (directory / PASSAGES).open("wb") as out:
+        return _index_rows(corpus, directory, progress, out)
+
+
+def link_corpus(corpus: Path, directory: Path, progress: bool = False) -> tuple[int, str]:
+    """Serve ``corpus`` in place: ``passages.jsonl`` links to it and ``offsets.npy`` indexes its lines.
+
+    Every line is checked as ``copy_corpus`` checks it; a blank line is refused, since rows are lines here.
+    """
+    corpus = Path(corpus).resolve()
+    count, sha256 = _index_rows(corpus, directory, progress, None)
+    (directory / PASSAGES).symlink_to(corpus)
+    return count, sha256
+
+
+def _index_rows(corpus: Path, directory: Path, progress: bool, out: BinaryIO | None) -> tuple[int, str]:
+    """Read every row of ``corpus`` once (hash, offsets, checks), writing each row to ``out`` when given."""
     digest = hashlib.sha256()
     offsets = [0]
+    lines = 0
     size = corpus.stat().st_size if corpus.is_file() else None
     bar = tqdm(total=size, unit="B", unit_scale=True, desc="reading corpus", disable=not progress)
 
     def read(raw: bytes) -> None:
+        nonlocal lines
+        lines += 1
         digest.update(raw)
         bar.update(len(raw))
+        if out is None:
+            if not raw.strip():
+                raise RetrievalError(
+                    f"{corpus}:{lines}: blank line; a corpus served in place has one row a line"
+                )
+            offsets.append(offsets[-1] + len(raw))
 
-    with bar, (directory / PASSAGES).open("wb") as out:
+    with bar:
         for passage_id, contents in iter_corpus(corpus, on_bytes=read):
-            line = (json.dumps({"id": passage_id, "contents": contents}, ensure_ascii=False) + "\n").encode()
-            out.write(line)
-            offsets.append(offsets[-1] + len(line))
+            if out is not None:
+                line = (
+                    json.dumps({"id": passage_id, "contents": contents}, ensure_ascii=False) + "\n"
+                ).encode()
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
     if len(offsets) == 1:
         raise RetrievalError(f"corpus {corpus} has no passages")
     np.save(directory / OFFSETS, np.asarray(offsets, dtype=np.int64))
@@ -173,4 +224,4 @@ class PassageStore:
     @staticmethod
     def _decode(line: bytes) -> tuple[str, str]:
         record = json.loads(line)
-        return record["id"], record["contents"]
+        return str(record["id"]), record["contents"]  # an imported corpus may have integer ids

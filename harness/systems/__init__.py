@@ -152,6 +152,17 @@ def tool_cache_summary(spec: SystemSpec, tool_settings: dict[str, Any]) -> dict[
     return ToolCache(store, settings.tool_snapshot, settings.tool_cache).summary()
 
 
+def index_record(spec: SystemSpec, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The local corpus index ``spec``'s tools search under ``settings`` (``corpus_index_record``), or None."""
+    settings = dict(settings)
+    chosen = spec.choose_tools(settings.pop(TOOLS_OPTION, None))
+    if not spec.tools:
+        return None
+    from harness.tools.toolbox import corpus_index_record
+
+    return corpus_index_record([*chosen, *spec.helper_tools], **settings)
+
+
 async def run_system(name: str, question: str, chat: Chat, toolbox: Toolbox, **options: Any) -> Episode:
     """Run system ``name`` on one question (the trainer's entry point)."""
     spec = get_system(name)

@@ -11,6 +11,7 @@ index or sandbox needed, nothing can reach the network).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable
@@ -59,6 +60,19 @@ def _corpus_searcher(settings: ToolSettings, tool: str) -> SearchOne:
     except RetrievalError as err:
         raise ToolConfigError(f"tool {tool!r}: {err}") from err
     return functools.partial(corpus_search, index=index, k=settings.k or CORPUS_K)
+
+
+def corpus_index_record(names: list[str], **options: Any) -> dict[str, Any] | None:
+    """What the local corpus index that tools ``names`` search is (directory + manifest: kind, size, corpus hash,
+    model, FAISS index type and its recall@k vs Flat), for the eval log; None when no tool searches one."""
+    settings = ToolSettings.from_options(options)
+    local = "retrieve" in names or ("search" in names and settings.search_backend == "local")
+    path = settings.index_path() if local else None
+    if not path:
+        return None
+    from harness.retrieval import open_index
+
+    return {"directory": path, **dataclasses.asdict(open_index(path, settings.index_model).manifest)}
 
 
 def _search_one(settings: ToolSettings, http: HttpSettings) -> SearchOne:

@@ -231,6 +231,20 @@ async def test_seed_and_dtype_options(tiny_qwen):
         local_model(tiny_qwen, dtype="fp8")
 
 
+def test_cpu_decoding_uses_one_torch_thread_unless_threads_is_given(tiny_qwen):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        local_model(tiny_qwen, device="cpu")
+        assert torch.get_num_threads() == 1
+        local_model(tiny_qwen, device="cpu", threads=3)
+        assert torch.get_num_threads() == 3
+        with pytest.raises(ValueError, match="local/ -M options: threads: must be >= 1, got 0"):
+            local_model(tiny_qwen, threads=0)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_a_tool_call_in_the_reply_is_parsed_and_think_is_kept(tiny_qwen):
     api = local_model(tiny_qwen).api
     text = '<think>need facts</think>\n<tool_call>\n{"name": "search", "arguments": {"query": "Peru"}}\n</tool_call>'

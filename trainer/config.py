@@ -58,6 +58,10 @@ class ModelConfig:
     the cold start faster)."""
     dtype: Dtype = "auto"
     """Parameter dtype: ``float32``, ``bfloat16``, or ``auto``: bfloat16 on a GPU, float32 on the CPU."""
+    gradient_checkpointing: StrictBool = False
+    """Recompute each decoder layer's activations in the backward pass instead of keeping them (the policy's and
+    the critic's training forwards; verl's ``enable_gradient_checkpointing``): activation memory falls from one
+    per layer to one layer's, for about one more forward of compute. The gradients are the same."""
 
     def torch_dtype(self, *, cuda: bool) -> Any:
         """The parameter dtype as a ``torch.dtype`` (``auto`` resolved for a run on a GPU or not)."""
@@ -189,7 +193,13 @@ class AlgorithmConfig:
     entropy_coef: StrictFloat = Field(default=0.0, ge=0)
     """Weight of the entropy bonus."""
     ppo_epochs: StrictInt = Field(default=1, ge=1)
-    """Optimizer steps taken on each rollout batch."""
+    """Passes over each rollout batch (verl's ``ppo_epochs``); each pass takes one optimizer step per PPO
+    mini-batch."""
+    ppo_mini_batch_size: StrictInt | None = Field(default=None, ge=1)
+    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``; ``trainer.mini_batches``):
+    a step makes ``rollout.prompts_per_step / ppo_mini_batch_size`` optimizer steps per epoch, and from the second
+    on the importance ratio is no longer 1 (the old logprobs are recomputed once, before the first). Must divide
+    ``prompts_per_step``; null: the whole batch, one optimizer step per epoch."""
     value_clip: StrictFloat = Field(default=0.2, gt=0)
     """Clip range of the critic's value update (gae only)."""
     critic_lr: StrictFloat = Field(default=1e-3, gt=0)
@@ -253,6 +263,10 @@ class OptimConfig:
     """Micro-batch layout: ``bucket`` (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
     max_padding: StrictFloat = Field(default=0.1, ge=0, le=1)
     """Bucket layout: most padding share of any micro-batch."""
+    offload_optimizer: StrictBool = False
+    """Keep AdamW's moments in CPU memory between optimizer steps, moving them to the parameters' device only
+    for the step (verl's ``optimizer_offload``; ``trainer.offload``): frees two parameter-sized tensors of
+    accelerator memory per trained model, at the cost of two host-device copies per step. Same updates."""
 
     @model_validator(mode="after")
     def _betas_in_range(self) -> OptimConfig:
@@ -326,6 +340,17 @@ class TrainConfig:
         if self.rollout.backend == "vllm":
             raise ConfigProblem(
                 key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _mini_batches_divide_the_batch(self) -> TrainConfig:
+        size = self.algorithm.ppo_mini_batch_size
+        if size is not None and self.rollout.prompts_per_step % size:
+            raise ConfigProblem(
+                "algorithm.ppo_mini_batch_size",
+                f"{size} does not divide rollout.prompts_per_step ({self.rollout.prompts_per_step})",
+                "use a divisor of it, or null for one optimizer step per epoch",
             )
         return self
 

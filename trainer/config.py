@@ -79,6 +79,12 @@ class RolloutConfig:
     draws per input."""
     max_tokens: StrictInt = Field(default=16, ge=1)
     """Most new tokens per model call."""
+    max_context_tokens: StrictInt | None = Field(default=None, ge=2)
+    """Most tokens one call's prompt and response may hold together (an engine's context length, verl's
+    ``max_prompt_length + max_response_length``). A multi-turn call's prompt holds the conversation so far, so this
+    bounds the whole conversation: each call may add at most what is left (and at most ``max_tokens``); a call
+    whose prompt already fills it ends at once with finish reason ``length`` and no tokens. Null: no such bound.
+    Not with segment / pipelined rollouts (there ``max_tokens`` bounds each call)."""
     temperature: StrictFloat = Field(default=1.0, gt=0)
     """Sampling temperature; the loss scores tokens at this same temperature."""
     top_p: StrictFloat = Field(default=1.0, gt=0, le=1)
@@ -120,9 +126,10 @@ class MarsRLConfig:
     """The agents whose samples are trained (Table 2): ``[solver]`` is MarsRL-S, ``[verifier, corrector]``
     MarsRL-VC; null trains all three. Every agent still rolls out and is rewarded (and shows in the metrics)."""
     pipeline: StrictBool = False
-    """Agentic pipeline parallelism (§3.3; ``rollout: chains``): a rollout thread decodes with a snapshot of the
-    policy while the learner trains, and each (question, agent) group enters training as soon as every chain of
-    the question is past that agent (``trainer.pipelined``); false: a question's samples enter training together."""
+    """Agentic pipeline parallelism (§3.3; either rollout, with segment rollouts or without): a rollout thread
+    decodes with a snapshot of the policy while the learner trains, and each (question, agent) group enters
+    training as soon as every chain of the question is past that agent (``trainer.pipelined``); false: a
+    question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
     """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and the
     step that trains it (enforced: the learner waits for older samples, the sampler for newer weights)."""
@@ -325,7 +332,7 @@ class TrainConfig:
     parameters, gradients and optimizer state sharded across ranks). Ignored by a single process."""
 
     @model_validator(mode="after")
-    def _streaming_rollouts_need_marsrl_chains(self) -> TrainConfig:
+    def _streaming_rollouts_need_marsrl(self) -> TrainConfig:
         if self.rollout.segment_tokens is None and not self.algorithm.marsrl.pipeline:
             return self
         key = (
@@ -335,11 +342,15 @@ class TrainConfig:
         )
         if self.algorithm.method != "marsrl" or self.task.system != "vc":
             raise ConfigProblem(key, "needs algorithm.method marsrl on task.system vc", "remove it")
-        if self.algorithm.marsrl.rollout != "chains":
-            raise ConfigProblem(key, "runs the chains rollout only", "set algorithm.marsrl.rollout: chains")
         if self.rollout.backend == "vllm":
             raise ConfigProblem(
                 key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf"
+            )
+        if self.rollout.max_context_tokens is not None:
+            raise ConfigProblem(
+                "rollout.max_context_tokens",
+                f"is not applied under {key} (each call is bounded by rollout.max_tokens)",
+                "remove it",
             )
         return self
 

@@ -134,12 +134,14 @@ def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model,
             assert not later, f"{event} trained before its question's chains ended"
 
 
-def test_streaming_options_need_marsrl_chains():
+def test_streaming_options_need_marsrl_and_no_context_budget():
     data = to_dict(load_config(RECIPE))
     segments = {**data["rollout"], "segment_tokens": 8}
-    grouped = {**data["algorithm"], "marsrl": {"rollout": "grouped", "pipeline": True}}
-    with pytest.raises(ConfigError, match=r"algorithm.marsrl.pipeline: runs the chains rollout only; set"):
-        from_dict(TrainConfig, {**data, "algorithm": grouped}, "recipe.yaml")
+    budget = {**segments, "max_context_tokens": 64}
+    with pytest.raises(
+        ConfigError, match=r"rollout.max_context_tokens: is not applied under rollout.segment"
+    ):
+        from_dict(TrainConfig, {**data, "rollout": budget}, "recipe.yaml")
     grpo = {**data["algorithm"], "method": "grpo"}
     with pytest.raises(
         ConfigError, match=r"^recipe.yaml: rollout.segment_tokens: needs algorithm.method marsrl"

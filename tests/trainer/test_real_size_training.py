@@ -118,3 +118,30 @@ def test_offloaded_optimizer_state_makes_the_same_updates_and_stays_on_the_cpu(t
         v for state in offloaded.updater.optimizer.state.values() for k, v in state.items() if k != "step"
     ]
     assert moments and all(m.device.type == "cpu" for m in moments)
+
+
+def test_a_context_budget_bounds_the_whole_conversation(tiny_model_dir, tiny_tokenizer):
+    """``rollout.max_context_tokens``: a call's prompt (the conversation so far) and its response together."""
+    import asyncio
+
+    from transformers import AutoModelForCausalLM
+
+    from harness.providers.generation import Sampling
+    from trainer.policy import PolicyChat
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    question = [{"role": "user", "content": "What is 3 + 4?"}]
+    prompt = len(PolicyChat(model, tiny_tokenizer)._render(question))
+    sampling = Sampling(max_tokens=50, temperature=1.0, seed=1)
+
+    def reply(context: int | None, messages):
+        chat = PolicyChat(model, tiny_tokenizer, defaults=sampling, context_tokens=context)
+        return asyncio.run(chat("solver", messages))
+
+    free = reply(None, question)
+    bounded = reply(prompt + 3, question)
+    assert len(free.response_ids) > 3 and bounded.finish_reason == "length"
+    assert bounded.response_ids == free.response_ids[:3]  # the same draws, cut where the budget ends
+    later = question + [{"role": "assistant", "content": "7"}, {"role": "user", "content": "Sure?"}]
+    full = reply(prompt + 3, later)  # the conversation already fills the budget: no call is made
+    assert (full.finish_reason, full.response_ids, full.text) == ("length", [], "")

@@ -51,7 +51,9 @@ class TaskConfig:
     the working directory); null = ``MARA_DATA_DIR``, else Hugging Face at the pinned revision."""
     split: StrictStr | None = "train"
     """``train``: the source's training split (the papers' training sets); null: the evaluation split."""
-    limit: Annotated[StrictInt, Field(ge=1)] | dict[StrictStr, Annotated[StrictInt, Field(ge=1)]] | None = None
+    limit: Annotated[StrictInt, Field(ge=1)] | dict[StrictStr, Annotated[StrictInt, Field(ge=1)]] | None = (
+        None
+    )
     """Train on the first ``limit`` items of each benchmark only; a mapping gives each listed benchmark its own
     (MARS: ``{triviaqa: 400, hotpotqa: 500}``), a benchmark it leaves out keeps all its items."""
     judge: StrictStr | None = None

@@ -258,7 +258,7 @@ class PolicyUpdate:
         # FSDP: every rank must make the same number of forward/backward passes per optimizer step
         sizes = [len(part) for part in layout]
         idle = [self.dist.most(size) - size for size in sizes] if self.dist.sharded else [0] * len(sizes)
-        any_batch = next(batch for part in layout for batch in part)
+        any_batch = next((batch for part in layout for batch in part), None)  # for FSDP's idle passes
         sums: dict[str, float] = {}
         grad_norms: list[float] = []
         for epoch in range(self.config.algorithm.ppo_epochs):
@@ -270,6 +270,7 @@ class PolicyUpdate:
                 if part_counts is None:
                     continue
                 for _ in range(idle_passes):
+                    assert any_batch is not None, "an FSDP rank with no rows to train"
                     self._idle_pass(any_batch)
                 part_sums: dict[str, float] | None = {} if epoch == 0 else None
                 finite = self._accumulate(part, data, part_counts, rows.start, part_sums)

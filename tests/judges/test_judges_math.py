@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from judges.math import as_integer, exact_value, extract_answer, is_equivalent
@@ -154,3 +156,13 @@ def test_the_exact_integer_path_gives_math_verifys_verdict(prediction, gold):
     assert as_integer(gold) is not None and exact_value(prediction) is not None  # the exact path decides
     reference = verify(parse(f"${gold}$"), parse(prediction if "$" in prediction else f"${prediction}$"))
     assert is_equivalent(prediction, gold) == reference
+
+
+def test_comparisons_run_off_the_main_thread_too():
+    """math-verify's time bound is a signal, which only the main thread may set: elsewhere (the trainer's
+    pipelined rollout thread) the comparison runs without it rather than failing."""
+    results = []
+    thread = threading.Thread(target=lambda: results.append(is_equivalent("\\frac{1}{2}", "0.5")))
+    thread.start()
+    thread.join()
+    assert results == [True]

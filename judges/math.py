@@ -12,12 +12,15 @@ notation read exactly, never through a binary float, so ``5.881 \\times 10^{2}``
 depends on float rounding); ``7 0`` is not an integer answer, and no float tolerance can equate 12345678 with 12345679.
 
 math-verify and sympy load on the first comparison that needs them, not on import: the judges are imported by the
-Inspect entry point, which every ``inspect`` command loads.
+Inspect entry point, which every ``inspect`` command loads. math-verify bounds its parsing and comparison by
+``signal.alarm``, which only the main thread may set: on any other thread (the trainer's pipelined rollout thread,
+which judges MarsRL's grouped rollouts as they grow) it runs without that time bound.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -152,6 +155,10 @@ def _as_latex(answer: str) -> str:
     return answer if "$" in answer or "\\(" in answer or "\\[" in answer else f"${answer}$"
 
 
+MATH_VERIFY_SECONDS = 5
+"""math-verify's own default time bound for one parse or comparison (main thread only: see the module docstring)."""
+
+
 def is_equivalent(prediction: str | None, gold: str) -> bool:
     """Whether ``prediction`` states the same mathematical answer as ``gold``."""
     if prediction is None or not prediction.strip():
@@ -163,11 +170,13 @@ def is_equivalent(prediction: str | None, gold: str) -> bool:
             return predicted_value == gold_integer
     from math_verify import parse, verify
 
-    parsed_gold, parsed_prediction = parse(_as_latex(gold)), parse(_as_latex(prediction))
+    seconds = MATH_VERIFY_SECONDS if threading.current_thread() is threading.main_thread() else None
+    parsed_gold = parse(_as_latex(gold), parsing_timeout=seconds)  # type: ignore[arg-type]
+    parsed_prediction = parse(_as_latex(prediction), parsing_timeout=seconds)  # type: ignore[arg-type]
     if not parsed_gold or not parsed_prediction:
         return _clean(prediction) == _clean(gold)
     if gold_integer is not None:
         value = _exact_number(parsed_prediction[0])
         if value is not None:
             return value == gold_integer
-    return bool(verify(parsed_gold, parsed_prediction))
+    return bool(verify(parsed_gold, parsed_prediction, timeout_seconds=seconds))

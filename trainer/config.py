@@ -65,6 +65,10 @@ class ModelConfig:
     the cold start faster)."""
     dtype: Dtype = "auto"
     """Parameter dtype: ``float32``, ``bfloat16``, or ``auto``: bfloat16 on a GPU, float32 on the CPU."""
+    gradient_checkpointing: StrictBool = False
+    """Recompute each decoder layer's activations in the backward pass instead of keeping them (the policy's and
+    the critic's training forwards; verl's ``enable_gradient_checkpointing``): activation memory falls from one
+    per layer to one layer's, for about one more forward of compute. The gradients are the same."""
 
     def torch_dtype(self, *, cuda: bool) -> Any:
         """The parameter dtype as a ``torch.dtype`` (``auto`` resolved for a run on a GPU or not)."""
@@ -82,6 +86,12 @@ class RolloutConfig:
     draws per input."""
     max_tokens: StrictInt = Field(default=16, ge=1)
     """Most new tokens per model call."""
+    max_context_tokens: StrictInt | None = Field(default=None, ge=2)
+    """Most tokens one call's prompt and response may hold together (an engine's context length, verl's
+    ``max_prompt_length + max_response_length``). A multi-turn call's prompt holds the conversation so far, so this
+    bounds the whole conversation: each call may add at most what is left (and at most ``max_tokens``); a call
+    whose prompt already fills it ends at once with finish reason ``length`` and no tokens. Null: no such bound.
+    Not with segment / pipelined rollouts (there ``max_tokens`` bounds each call)."""
     temperature: StrictFloat = Field(default=1.0, gt=0)
     """Sampling temperature; the loss scores tokens at this same temperature."""
     top_p: StrictFloat = Field(default=1.0, gt=0, le=1)
@@ -128,9 +138,10 @@ class MarsRLConfig:
     """The agents whose samples are trained (Table 2): ``[solver]`` is MarsRL-S, ``[verifier, corrector]``
     MarsRL-VC; null trains all three. Every agent still rolls out and is rewarded (and shows in the metrics)."""
     pipeline: StrictBool = False
-    """Agentic pipeline parallelism (§3.3; ``rollout: chains``): a rollout thread decodes with a snapshot of the
-    policy while the learner trains, and each (question, agent) group enters training as soon as every chain of
-    the question is past that agent (``trainer.pipelined``); false: a question's samples enter training together."""
+    """Agentic pipeline parallelism (§3.3; either rollout, with segment rollouts or without): a rollout thread
+    decodes with a snapshot of the policy while the learner trains, and each (question, agent) group enters
+    training as soon as every chain of the question is past that agent (``trainer.pipelined``); false: a
+    question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
     """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and the
     step that trains it (enforced: the learner waits for older samples, the sampler for newer weights)."""
@@ -201,7 +212,13 @@ class AlgorithmConfig:
     entropy_coef: StrictFloat = Field(default=0.0, ge=0)
     """Weight of the entropy bonus."""
     ppo_epochs: StrictInt = Field(default=1, ge=1)
-    """Optimizer steps taken on each rollout batch."""
+    """Passes over each rollout batch (verl's ``ppo_epochs``); each pass takes one optimizer step per PPO
+    mini-batch."""
+    ppo_mini_batch_size: StrictInt | None = Field(default=None, ge=1)
+    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``; ``trainer.mini_batches``):
+    a step makes ``rollout.prompts_per_step / ppo_mini_batch_size`` optimizer steps per epoch, and from the second
+    on the importance ratio is no longer 1 (the old logprobs are recomputed once, before the first). Must divide
+    ``prompts_per_step``; null: the whole batch, one optimizer step per epoch."""
     value_clip: StrictFloat = Field(default=0.2, gt=0)
     """Clip range of the critic's value update (gae only)."""
     critic_lr: StrictFloat = Field(default=1e-3, gt=0)
@@ -265,6 +282,10 @@ class OptimConfig:
     """Micro-batch layout: ``bucket`` (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
     max_padding: StrictFloat = Field(default=0.1, ge=0, le=1)
     """Bucket layout: most padding share of any micro-batch."""
+    offload_optimizer: StrictBool = False
+    """Keep AdamW's moments in CPU memory between optimizer steps, moving them to the parameters' device only
+    for the step (verl's ``optimizer_offload``; ``trainer.offload``): frees two parameter-sized tensors of
+    accelerator memory per trained model, at the cost of two host-device copies per step. Same updates."""
 
     @model_validator(mode="after")
     def _betas_in_range(self) -> OptimConfig:
@@ -323,7 +344,7 @@ class TrainConfig:
     parameters, gradients and optimizer state sharded across ranks). Ignored by a single process."""
 
     @model_validator(mode="after")
-    def _streaming_rollouts_need_marsrl_chains(self) -> TrainConfig:
+    def _streaming_rollouts_need_marsrl(self) -> TrainConfig:
         if self.rollout.segment_tokens is None and not self.algorithm.marsrl.pipeline:
             return self
         key = (
@@ -333,11 +354,26 @@ class TrainConfig:
         )
         if self.algorithm.method != "marsrl" or self.task.system != "vc":
             raise ConfigProblem(key, "needs algorithm.method marsrl on task.system vc", "remove it")
-        if self.algorithm.marsrl.rollout != "chains":
-            raise ConfigProblem(key, "runs the chains rollout only", "set algorithm.marsrl.rollout: chains")
         if self.rollout.backend == "vllm":
             raise ConfigProblem(
                 key, "decodes with transformers on a policy snapshot", "set rollout.backend: hf"
+            )
+        if self.rollout.max_context_tokens is not None:
+            raise ConfigProblem(
+                "rollout.max_context_tokens",
+                f"is not applied under {key} (each call is bounded by rollout.max_tokens)",
+                "remove it",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _mini_batches_divide_the_batch(self) -> TrainConfig:
+        size = self.algorithm.ppo_mini_batch_size
+        if size is not None and self.rollout.prompts_per_step % size:
+            raise ConfigProblem(
+                "algorithm.ppo_mini_batch_size",
+                f"{size} does not divide rollout.prompts_per_step ({self.rollout.prompts_per_step})",
+                "use a divisor of it, or null for one optimizer step per epoch",
             )
         return self
 

@@ -53,14 +53,19 @@ def load_models(
     torch.manual_seed(config.seed)
     dtype = config.model.torch_dtype(cuda=device is not None)
 
-    def load(cls: Any, **kwargs: Any) -> torch.nn.Module:
+    def load(cls: Any, *, trained: bool, **kwargs: Any) -> torch.nn.Module:
         model = cls.from_pretrained(path, dtype=dtype, **kwargs)
+        # before sharding, so that FSDP wraps the checkpointed layers
+        if trained and config.model.gradient_checkpointing:
+            model.activation_checkpointing_enable({"use_reentrant": False})
         return dist.prepare(model.to(device) if device is not None else model)
 
     tokenizer = AutoTokenizer.from_pretrained(path)
-    policy = load(AutoModelForCausalLM)
+    policy = load(AutoModelForCausalLM, trained=True)
     reference = (
-        load(AutoModelForCausalLM).requires_grad_(False).eval() if config.algorithm.kl_coef > 0 else None
+        load(AutoModelForCausalLM, trained=False).requires_grad_(False).eval()
+        if config.algorithm.kl_coef > 0
+        else None
     )
-    value_model = load(AutoModelForTokenClassification, num_labels=1) if critic else None
+    value_model = load(AutoModelForTokenClassification, trained=True, num_labels=1) if critic else None
     return Models(path, dtype, tokenizer, policy, reference, value_model)

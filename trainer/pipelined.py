@@ -6,10 +6,14 @@ side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and
   (``trainer.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls), ``group_size`` chains
   per question, starting new questions while fewer than ``(max_staleness + 1) * prompts_per_step`` questions are
   untrained (producers wait).
+  Under ``algorithm.marsrl.rollout: grouped`` a question is ONE grouped agentic rollout instead
+  (``trainer.methods.marsrl_rollout``: a tree of agents, each sampling ``group_size`` outputs on 2 chosen outputs
+  of the agent before it), run through the same chat, the choices judged on the rollout thread as it grows.
 * Release. With ``pipeline``, a question's (question, agent) group -- the GRPO group of ``trainer.methods.marsrl``
   -- enters the training queue as soon as every chain of the question is past that agent (it issued a later
-  agent's call, or ended): the Solvers' samples train while the Verifiers and Correctors still decode. Without it,
-  the question's samples enter together when its last chain ends.
+  agent's call, or ended): the Solvers' samples train while the Verifiers and Correctors still decode (grouped:
+  an agent's groups enter when the next agent starts, since it starts only once they have all finished). Without
+  it, the question's samples enter together when its last chain ends.
 * The learner (the calling thread) trains each step on every released group once they hold at least
   ``prompts_per_step * group_size`` samples (fewer when nothing else is decoding), then publishes its weights; the
   sampler loads the newest ones at its next round.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import random
 import sys
 import threading
 import time
@@ -295,23 +300,29 @@ class Pipeline:
                     return
                 self.open_questions += 1
                 [index] = self.trainer.prompts.take(1)
-                question = _Question(self.trainer.task.items[index], self.config.rollout.group_size)
+                chains = 1 if self.trainer.rollout.own_rollout is not None else self.config.rollout.group_size
+                question = _Question(self.trainer.task.items[index], chains)
                 self.questions.append(question)
             tasks.add(asyncio.ensure_future(self._question(question)))
 
     async def _question(self, question: _Question) -> None:
         trainer = self.trainer
 
-        async def chain(index: int) -> Episode:
+        async def chain(index: int) -> list[Episode]:
             rollout = trainer.rollout
-            user, options = rollout.run_input(question.item)
             tap = _ChainTap(self.chat, question, index, self)  # type: ignore[arg-type]
-            episode = await run_system(rollout.system.name, user, tap, rollout.toolbox, **options)
+            if rollout.own_rollout is not None:  # one grouped tree: its own generator per question
+                rng = random.Random(f"{self.config.seed}/{question.qid}")
+                episodes = await rollout.own_rollout(question.item, tap, rng)  # type: ignore[arg-type]
+            else:
+                user, options = rollout.run_input(question.item)
+                episodes = [await run_system(rollout.system.name, user, tap, rollout.toolbox, **options)]
             question.done[index] = True
             self._release(question)
-            return episode
+            return episodes
 
-        episodes = await asyncio.gather(*[chain(index) for index in range(question.chains)])
+        chains = await asyncio.gather(*[chain(index) for index in range(question.chains)])
+        episodes = [episode for made in chains for episode in made]
         with self.cond:
             self.finished.append((question.item, list(episodes)))
             self.questions.remove(question)

@@ -76,6 +76,7 @@ class PolicyChat:
         name: str = "policy",
         generator: Generator | None = None,
         scheduler: str = "static",
+        context_tokens: int | None = None,
     ):
         if scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
@@ -89,6 +90,8 @@ class PolicyChat:
         self.defaults = defaults or Sampling()
         self.name = name
         self.scheduler = scheduler
+        self.context_tokens = context_tokens
+        """Most tokens a call's prompt and response hold together (``rollout.max_context_tokens``); None: no cap."""
         self.batch = DecodeBatch(model, tokenizer) if scheduler == "continuous" else None
         self.static = (
             RequestBatcher(self._complete, batch_size=ALL_PENDING, wait_ms=0)
@@ -106,6 +109,19 @@ class PolicyChat:
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
         prompt_ids = self._render(messages)
         settings = self.sampling(sampling)
+        if self.context_tokens is not None:  # the conversation so far is this call's prompt
+            room = self.context_tokens - len(prompt_ids)
+            if room < 1:
+                return Reply(
+                    text="",
+                    finish_reason="length",
+                    input_tokens=len(prompt_ids),
+                    model=self.name,
+                    prompt_ids=prompt_ids,
+                    response_ids=[],
+                    logprobs=[],
+                )
+            settings = dataclasses.replace(settings, max_tokens=min(settings.max_tokens, room))
         if settings.seed is None:
             settings = dataclasses.replace(settings, seed=call_seed(prompt_ids))
         request = (prompt_ids, settings, 0)

@@ -140,6 +140,7 @@ def policy_chat(rollout: RolloutConfig, policy: Any, tokenizer: Any, vllm: Any |
         defaults=sampling,
         generator=vllm,
         scheduler="static" if vllm is not None else rollout.scheduler,
+        context_tokens=rollout.max_context_tokens,
     )
 
 

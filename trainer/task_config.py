@@ -5,7 +5,7 @@ grader of an LLM-judge reward. Checked as the rest of the recipe is (``trainer.c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
@@ -51,8 +51,11 @@ class TaskConfig:
     the working directory); null = ``MARA_DATA_DIR``, else Hugging Face at the pinned revision."""
     split: StrictStr | None = "train"
     """``train``: the source's training split (the papers' training sets); null: the evaluation split."""
-    limit: StrictInt | None = Field(default=None, ge=1)
-    """Train on the first ``limit`` items of each benchmark only."""
+    limit: Annotated[StrictInt, Field(ge=1)] | dict[StrictStr, Annotated[StrictInt, Field(ge=1)]] | None = (
+        None
+    )
+    """Train on the first ``limit`` items of each benchmark only; a mapping gives each listed benchmark its own
+    (MARS: ``{triviaqa: 400, hotpotqa: 500}``), a benchmark it leaves out keeps all its items."""
     judge: StrictStr | None = None
     """The reward's judge: ``math``, ``lexical`` (rule judges) or ``hle``, ``simpleqa`` (LLM judges, with
     ``grader``); null = the benchmark's default judge."""
@@ -81,6 +84,12 @@ class TaskConfig:
         if not names or len(set(names)) < len(names):
             raise ConfigProblem(
                 "benchmark", f"{names} is empty or repeats a name", "list each benchmark once"
+            )
+        if isinstance(self.limit, dict) and not set(self.limit) <= set(names):
+            raise ConfigProblem(
+                "limit",
+                f"names {sorted(set(self.limit) - set(names))}, which task.benchmark does not list",
+                f"use the listed benchmarks: {', '.join(names)}",
             )
         for name in names:
             try:

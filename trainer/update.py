@@ -1,12 +1,14 @@
 """The update step: one batch of rows becomes an optimizer step on the policy (and the critic).
 
-Old logprobs are recomputed on micro-batches when ``ppo_epochs`` > 1 (with one epoch the policy being trained is
-the one that sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference
-logprobs and critic values likewise; the recipe's advantage estimator (``algorithm.advantage``,
-``trainer.estimators``) assigns advantages; the recipe's policy loss (``algorithm.policy_loss``, the clipped
-surrogate) plus KL, entropy and value loss is accumulated over micro-batches with
-GLOBAL token/row counts, gradients are summed across ranks and clipped, and AdamW steps -- unless the loss or the
-gradient norm is non-finite, which skips the step.
+Old logprobs are recomputed on micro-batches when the batch takes more than one optimizer step (``ppo_epochs`` > 1
+or several PPO mini-batches, ``trainer.mini_batches``; with one step the policy being trained is the one that
+sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference logprobs and
+critic values likewise; the recipe's advantage estimator (``algorithm.advantage``, ``trainer.estimators``)
+assigns advantages over the whole batch; then per epoch and mini-batch, the recipe's policy loss
+(``algorithm.policy_loss``, the clipped surrogate) plus KL, entropy and value loss is accumulated over its
+micro-batches with the mini-batch's GLOBAL token/row counts, gradients are summed across ranks and clipped, and
+AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the rest of the update. The
+learning-rate schedule advances once per rollout batch.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from trainer.logprobs import response_scores
 from trainer.losses import aggregate, get_policy_loss, kl
 from trainer.mastered_tokens import mastered_positive_tokens
 from trainer.methods import Method
-from trainer.packing import MicroBatch, micro_batches, padding_share, response_logits, response_values
+from trainer.mini_batches import mini_batch_count, mini_batch_layout
+from trainer.offload import optimizer_on_device
+from trainer.packing import MicroBatch, padding_share, response_logits, response_values
 from trainer.samples import Sample
 
 
@@ -76,7 +80,7 @@ class UpdateRows:
     """Bool loss masks (well-mastered positive tokens left out under dynamic masking)."""
     advantages: list[Tensor]
     old: list[Tensor] | None
-    """Logprobs under the policy that sampled (``ppo_epochs`` > 1; else the training forward's own)."""
+    """Logprobs under the policy that sampled (several optimizer steps; else the training forward's own)."""
     ref: list[Tensor] | None
     values: list[Tensor] | None
     returns: list[Tensor] | None
@@ -157,13 +161,15 @@ class PolicyUpdate:
         """Update the policy (and critic) on ``samples``; the step's metrics (``skipped`` = 1 when no update was
         made). Sets the rows' GRPO / GAE advantages in place. With ``behaviour`` the rows' ``old_logprobs`` are the
         (older) sampling policy's own and are the importance ratios' denominators (pipelined rollouts)."""
-        optim = self.config.optim
-        batches = micro_batches(samples, optim.token_budget, optim.batching, optim.max_padding)
-        data = self._rows(samples, batches, behaviour)
+        optim, algo = self.config.optim, self.config.algorithm
+        parts = mini_batch_count(self.config.rollout.prompts_per_step, algo.ppo_mini_batch_size)
+        layout = mini_batch_layout(samples, parts, optim.token_budget, optim.batching, optim.max_padding)
+        batches = [batch for part in layout for batch in part]
+        data = self._rows(samples, batches, behaviour, several_steps=algo.ppo_epochs > 1 or parts > 1)
         counts = self._counts(data.masks)
         if counts is None:
             return {"skipped": 1.0}
-        sums = self._epochs(batches, data, counts, step)
+        sums = self._epochs(layout, data, counts, step)
         if sums is None:
             return {"skipped": 1.0}
         self.scheduler.step()
@@ -179,19 +185,22 @@ class PolicyUpdate:
             "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
             "response_length": sum(len(s.response_ids) for s in samples) / len(samples),
             "micro_batches": float(len(batches)),
+            "mini_batches": float(parts),
             "padding_share": padding_share(batches),
         }
 
-    def _rows(self, samples: list[Sample], batches: list[MicroBatch], behaviour: bool) -> UpdateRows:
+    def _rows(
+        self, samples: list[Sample], batches: list[MicroBatch], behaviour: bool, *, several_steps: bool
+    ) -> UpdateRows:
         """The batch's per-row tensors in micro-batch order: old (the rows' own behaviour logprobs with
-        ``behaviour``), reference and critic values, advantages, and the loss masks (well-mastered positive tokens
-        left out when dynamic masking is on)."""
+        ``behaviour``; recomputed when the batch takes ``several_steps``), reference and critic values,
+        advantages, and the loss masks (well-mastered positive tokens left out when dynamic masking is on)."""
         algo = self.config.algorithm
         order = [row for batch in batches for row in batch.rows]
         old = None  # one optimizer step on the policy that sampled: its logprobs ARE the old ones (detached)
         if behaviour:
             old = [torch.tensor(samples[row].old_logprobs, dtype=torch.float32) for row in order]
-        elif algo.ppo_epochs > 1:
+        elif several_steps:
             old = self._score_tokens(self.policy, batches)
             for row, logprobs in zip(order, old, strict=True):
                 samples[row].old_logprobs = logprobs.tolist()
@@ -240,31 +249,54 @@ class PolicyUpdate:
         return LossCounts(global_tokens=tokens, global_rows=active_rows, norm_length=norm_length)
 
     def _epochs(
-        self, batches: list[MicroBatch], data: UpdateRows, counts: LossCounts, step: int
+        self, layout: list[list[MicroBatch]], data: UpdateRows, counts: LossCounts, step: int
     ) -> dict[str, float] | None:
-        """``ppo_epochs`` optimizer steps over the micro-batches; the first epoch's metric sums (this rank's),
-        or ``None`` when a loss or gradient norm was non-finite (the step is skipped)."""
+        """``ppo_epochs`` passes, each one optimizer step per mini-batch of ``layout``; the first epoch's metric
+        sums (this rank's; token means over the whole batch, each mini-batch weighted by its trained tokens, and
+        the mean gradient norm), or ``None`` when a loss or gradient norm was non-finite (the update stops)."""
         self.policy.train()
-        # FSDP: every rank must make the same number of forward/backward passes
-        idle = self.dist.most(len(batches)) - len(batches) if self.dist.sharded else 0
+        # FSDP: every rank must make the same number of forward/backward passes per optimizer step
+        sizes = [len(part) for part in layout]
+        idle = [self.dist.most(size) - size for size in sizes] if self.dist.sharded else [0] * len(sizes)
+        any_batch = next((batch for part in layout for batch in part), None)  # for FSDP's idle passes
         sums: dict[str, float] = {}
+        grad_norms: list[float] = []
         for epoch in range(self.config.algorithm.ppo_epochs):
-            for _ in range(idle):
-                self._idle_pass(batches[0])
-            finite = self._accumulate(batches, data, counts, sums if epoch == 0 else None)
-            grad_norm = self._optimizer_step(finite, step)
-            if grad_norm is None:
-                return None
-            if epoch == 0:
-                sums["grad_norm"] = grad_norm
+            first_row = 0
+            for part, idle_passes in zip(layout, idle, strict=True):
+                rows = slice(first_row, first_row + sum(len(batch.rows) for batch in part))
+                first_row = rows.stop
+                part_counts = self._counts(data.masks[rows])  # the same on every rank: a global count
+                if part_counts is None:
+                    continue
+                for _ in range(idle_passes):
+                    assert any_batch is not None, "an FSDP rank with no rows to train"
+                    self._idle_pass(any_batch)
+                part_sums: dict[str, float] | None = {} if epoch == 0 else None
+                finite = self._accumulate(part, data, part_counts, rows.start, part_sums)
+                grad_norm = self._optimizer_step(finite, step)
+                if grad_norm is None:
+                    return None
+                if part_sums is not None:
+                    share = part_counts.global_tokens / counts.global_tokens
+                    for name, value in part_sums.items():
+                        weight = 1.0 if name.startswith("role/") else share  # role shares: whole-batch counts
+                        sums[name] = sums.get(name, 0.0) + weight * value
+                    grad_norms.append(grad_norm)
+        sums["grad_norm"] = sum(grad_norms) / len(grad_norms)
         return sums
 
     def _accumulate(
-        self, batches: list[MicroBatch], data: UpdateRows, counts: LossCounts, sums: dict[str, float] | None
+        self,
+        batches: list[MicroBatch],
+        data: UpdateRows,
+        counts: LossCounts,
+        first_row: int,
+        sums: dict[str, float] | None,
     ) -> bool:
-        """Backward every micro-batch's share of the loss, adding its metrics to ``sums`` when given; whether
-        every share was finite."""
-        start, finite = 0, True
+        """Backward every micro-batch's share of the loss (its rows start at ``first_row`` of ``data``), adding
+        its metrics to ``sums`` when given; whether every share was finite."""
+        start, finite = first_row, True
         for batch in batches:
             part = data.part(slice(start, start + len(batch.rows)))
             start += len(batch.rows)
@@ -292,7 +324,8 @@ class PolicyUpdate:
             self.optimizer.zero_grad(set_to_none=True)
             print(f"step {step}: non-finite gradient norm; step skipped")
             return None
-        self.optimizer.step()
+        with optimizer_on_device(self.optimizer, self.config.optim.offload_optimizer):
+            self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(grad_norm)
 

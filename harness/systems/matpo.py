@@ -266,9 +266,14 @@ async def run(
     summary_reserve: AtLeastOne = 4096,
     tokenizer: str | None = None,
     prompts: Prompts = "paper",
+    planner_summary: bool = True,
 ) -> Episode:
     """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing);
-    ``prompts``: ``paper`` (the authors' verbatim prompts) or ``compact`` (ours, for tiny offline models)."""
+    ``prompts``: ``paper`` (the authors' verbatim prompts) or ``compact`` (ours, for tiny offline models).
+    ``planner_summary``: a planner at ``max_turns`` is asked for the authors' main-agent summary and answers from
+    it (the default: every run ends with an answer to score); False ends the run there unanswered, as the authors'
+    released training and evaluation scripts do (``disable_final_summary_for_main_agent=True``: the main agent
+    summarises only when its context runs out, which this loop does not measure)."""
     if worker_context_tokens is not None and worker_context_tokens <= summary_reserve:
         raise ValueError(
             f"worker_context_tokens={worker_context_tokens} must exceed summary_reserve={summary_reserve}"
@@ -303,6 +308,9 @@ async def run(
         else:
             response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
         messages = [*messages, _tool_response(response)]
+    if not planner_summary:
+        MatpoOutcome("turn_limit", subtasks).record(recorder.episode.meta)
+        return recorder.episode
     final_prompt = chosen.planner_summary_prompt(main_query, failed=True)
     call = await recorder.ask(
         PLANNER,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,13 @@ def test_the_verdict_is_right_on_each_kind_of_closing(case):
     # line, \fbox -- and their near misses, which must stay wrong (the file also holds math-verify's and
     # inspect_evals' AIME scorer's verdicts on the same responses)
     assert is_equivalent(extract_answer(case["response"]), case["gold"]) is case["right"]
+
+
+def test_comparisons_run_off_the_main_thread_too():
+    """math-verify's time bound is a signal, which only the main thread may set: elsewhere (the trainer's
+    pipelined rollout thread) the comparison runs without it rather than failing."""
+    results = []
+    thread = threading.Thread(target=lambda: results.append(is_equivalent("\\frac{1}{2}", "0.5")))
+    thread.start()
+    thread.join()
+    assert results == [True]

@@ -141,6 +141,15 @@ async def test_bad_planner_tool_use_is_a_tool_error_and_turn_limit_forces_a_fina
     assert episode.calls_by_role("worker") == []
 
 
+async def test_without_the_planner_summary_the_turn_limit_ends_the_run_unanswered(doubles):
+    """The authors' released scripts (disable_final_summary_for_main_agent=True): no summary at the turn limit."""
+    chat = doubles.Chat({"planner": [use("x", "other", {}), use("x", "other", {}), "never asked"]})
+    episode = await matpo.run(QUERY, chat, None, max_turns=2, planner_summary=False)
+    assert [call.role for call in episode.calls] == ["planner", "planner"]
+    assert episode.final_answer is None
+    assert episode.meta == {"stopped": "turn_limit", "subtasks": 0}
+
+
 def test_parse_tool_use():
     assert matpo.parse_tool_use("no tool") is None
     assert matpo.parse_tool_use("<think>" + use("a", "b", {}) + "</think>plain") is None

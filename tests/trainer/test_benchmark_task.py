@@ -285,3 +285,26 @@ def test_mars_clinical_training_set_loads_from_cupcase_rows(tmp_path):
         "Case presentation: A 30-year-old man has a fever and a stiff neck.\nDiagnosis:"
     )
     assert get_benchmark("cupcase").judge == "hle"
+
+
+def test_each_training_set_takes_its_own_limit(tmp_path):
+    """MARS's table 8 samples 400 TriviaQA and 500 HotpotQA items: ``task.limit`` as a mapping per benchmark."""
+    for name in ("triviaqa", "hotpotqa"):
+        (tmp_path / name).mkdir()
+        rows = [{"id": f"train_{i}", "question": f"{name} {i}?", "golden_answers": ["yes"]} for i in range(4)]
+        (tmp_path / name / "train.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    task = benchmark_task(
+        ["triviaqa", "hotpotqa"], data=str(tmp_path), judge="lexical", limit={"triviaqa": 1}
+    )
+    assert [item["id"] for item in task.items] == [
+        "triviaqa/train_0",
+        *(f"hotpotqa/train_{i}" for i in range(4)),
+    ]
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text("task: {benchmark: [triviaqa, hotpotqa], limit: {nq: 3}, judge: lexical}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(recipe)
+    assert str(caught.value) == (
+        f"{recipe}: task.limit: names ['nq'], which task.benchmark does not list; "
+        "use the listed benchmarks: triviaqa, hotpotqa"
+    )

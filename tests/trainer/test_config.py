@@ -39,7 +39,7 @@ def test_unknown_key_names_the_key_the_closest_name_and_the_valid_ones(tmp_path)
     message = refused(tmp_path, "optim:\n  lr: 0.1\n  grad_clipping: 0.1\n")
     assert message.endswith(
         "bad.yaml: optim.grad_clipping: unknown key; did you mean 'grad_clip'? valid keys under optim: "
-        "batching, betas, grad_clip, lr, max_padding, token_budget, warmup_steps, weight_decay"
+        "batching, betas, grad_clip, lr, max_padding, offload_optimizer, token_budget, warmup_steps, weight_decay"
     )
 
 
@@ -67,7 +67,10 @@ def test_mistyped_value_names_the_field(tmp_path):
             "algorithm: {marsrl: {agents: 7}, method: marsrl}\n",
             "algorithm.marsrl.agents: must be <= 5, got 7",
         ),
-        ("model: 3\n", "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, path"),
+        (
+            "model: 3\n",
+            "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, gradient_checkpointing, path",
+        ),
         (
             "task: {factory: trainer.tasks.toy}\n",
             "task.factory: 'trainer.tasks.toy' is not 'module:function'",

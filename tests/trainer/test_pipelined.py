@@ -12,7 +12,7 @@ import pytest
 from test_train_run_metrics import mara_train
 
 from trainer import pipeline_units, pipelined
-from trainer.config import ConfigError, TrainConfig, from_dict, load_config, to_dict
+from trainer.config import ConfigError, MarsRLConfig, TrainConfig, from_dict, load_config, to_dict
 from trainer.engine import Trainer
 from trainer.metrics import read_metrics
 from trainer.warmup import warm_up
@@ -134,12 +134,48 @@ def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model,
             assert not later, f"{event} trained before its question's chains ended"
 
 
-def test_streaming_options_need_marsrl_chains():
+def test_grouped_rollouts_with_pipeline_and_segments_train_three_steps(warm_model, tmp_path):
+    """The paper's combination: grouped agentic rollouts, agent-level pipeline and segment rollouts together."""
+    config = load_config(RECIPE)
+    config.model.path, config.warmup.steps = warm_model, 0
+    config.task.system_options = {}  # a grouped tree takes none of the V-C loop's options
+    config.algorithm.marsrl = MarsRLConfig(rollout="grouped", agents=5, pipeline=True, max_staleness=1)
+    config.rollout.segment_tokens = 8
+    trainer = Trainer(config, tmp_path)
+    trained: list = []
+    records = []
+    for _ in range(3):
+        records.append(trainer.train_step())
+        trained += trainer.last_samples
+    trainer.pipeline.close()
+    assert [record["skipped"] for record in records] == [0.0, 0.0, 0.0]
+    assert max(record["staleness_max"] for record in records) <= 1
+    assert trainer.pipeline.chat.segments  # decoded in rounds of 8 tokens
+    events = list(trainer.pipeline.events)
+    assert {e.role for e in events if e.kind == "trained"} >= {"solver", "verifier"}
+    # one tree per question: its later agents' groups share one input each (<question>/<agent>/<input call>)
+    verifier_keys = {s.group_key for s in trained if s.role == "verifier"}
+    assert verifier_keys and all(key.count("/") == 2 for key in verifier_keys)
+    for role in ("solver", "verifier"):
+        rows = [s for s in trained if s.role == role]
+        assert {s.reward for s in rows} <= {-1.0, 1.0}
+        groups: dict[str, list] = {}
+        for s in rows:
+            groups.setdefault(s.group_key, []).append(s)
+        for group in groups.values():  # GRPO: non-zero advantages exactly where a group's rewards differ
+            mixed = len({s.reward for s in group}) > 1
+            assert any(s.advantage != 0.0 for s in group) == mixed, (role, [s.reward for s in group])
+    assert any(s.advantage != 0.0 for s in trained)
+
+
+def test_streaming_options_need_marsrl_and_no_context_budget():
     data = to_dict(load_config(RECIPE))
     segments = {**data["rollout"], "segment_tokens": 8}
-    grouped = {**data["algorithm"], "marsrl": {"rollout": "grouped", "pipeline": True}}
-    with pytest.raises(ConfigError, match=r"algorithm.marsrl.pipeline: runs the chains rollout only; set"):
-        from_dict(TrainConfig, {**data, "algorithm": grouped}, "recipe.yaml")
+    budget = {**segments, "max_context_tokens": 64}
+    with pytest.raises(
+        ConfigError, match=r"rollout.max_context_tokens: is not applied under rollout.segment"
+    ):
+        from_dict(TrainConfig, {**data, "rollout": budget}, "recipe.yaml")
     grpo = {**data["algorithm"], "method": "grpo"}
     with pytest.raises(
         ConfigError, match=r"^recipe.yaml: rollout.segment_tokens: needs algorithm.method marsrl"

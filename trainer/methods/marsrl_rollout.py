@@ -134,6 +134,9 @@ async def grouped_rollout(
     recorder = EpisodeRecorder("vc", question, chat)
     episode = recorder.episode
     outcome = GroupedRolloutOutcome("grouped", selection)
+    outcome.record(
+        episode.meta
+    )  # marked grouped from the start: pipelined runs train its agents as they finish
     outputs = list(await asyncio.gather(*(ask_solver(recorder) for _ in range(group_size))))
     for stage in range(1, agents):
         agent = stage_agent(stage)

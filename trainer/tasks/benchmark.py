@@ -95,12 +95,12 @@ def benchmark_task(
     judge: str | None = None,
     data: str | None = None,
     split: str | None = "train",
-    limit: int | None = None,
+    limit: int | dict[str, int] | None = None,
     judge_options: dict[str, Any] | None = None,
     grader: GraderConfig | None = None,
 ) -> BenchmarkTask:
     """The training task of ``benchmark``'s ``split`` (several benchmarks: their items one after the other, ids
-    prefixed ``<benchmark>/``) judged by ``judge`` (default: the benchmarks' own, which must then agree)."""
+    prefixed ``<benchmark>/``; ``limit`` per benchmark when a mapping) judged by ``judge`` (default: the benchmarks' own, which must then agree)."""
     from harness.datasets import get_benchmark
 
     names = [benchmark] if isinstance(benchmark, str) else list(benchmark)
@@ -120,7 +120,8 @@ def benchmark_task(
     check_judge_options(name, judge_options or {})
     items, provenance = [], {}
     for one in names:
-        loaded = load_benchmark(one, data=data, limit=limit, split=split)
+        own_limit = limit.get(one) if isinstance(limit, dict) else limit
+        loaded = load_benchmark(one, data=data, limit=own_limit, split=split)
         prefix = f"{one}/" if len(names) > 1 else ""
         items += [item_from_sample(sample, prefix) for sample in loaded.dataset]
         provenance[one] = loaded.provenance

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -216,3 +217,50 @@ def test_eval_without_a_heldout_split_is_one_line(tiny_model_dir, tmp_path):
         .splitlines()[-1]
         .startswith("mara train: eval.every: the task has no held-out split")
     )
+
+
+class ByQuestion:
+    """The MARS demonstration policy at full skill, for whichever held-out question the messages carry."""
+
+    def __init__(self, items: list[dict], tokenizer):
+        from trainer.demos import ScriptedChat, demo_policy
+
+        skills = {"system1": 1.0, "system2": 1.0}
+        self.chats = {
+            i["question"]: ScriptedChat(demo_policy("mars"), i, random.Random(0), tokenizer, skills)
+            for i in items
+        }
+
+    async def __call__(self, role: str, messages: list, **sampling) -> Reply:
+        text = json.dumps(messages)
+        [chat] = [chat for question, chat in self.chats.items() if question in text]
+        return await chat(role, messages, **sampling)
+
+
+def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tokenizer):
+    from harness.systems import get_system
+    from trainer.heldout import system_ratios, system_runs
+    from trainer.methods import get_method
+
+    task = lookup_task(n_prompts=4, heldout_prompts=3, generated=True, tools=["search"])
+    options = {"max_turns": 2, "prompts": "compact"}
+    trainer = SimpleNamespace(
+        config=SimpleNamespace(eval=SimpleNamespace(samples=2), seed=0),
+        rollout=SimpleNamespace(
+            run_input=lambda item: (item["question"], options),
+            system=get_system("mars"),
+            chat=ByQuestion(task.heldout, tiny_tokenizer),
+            toolbox=task.toolbox,
+        ),
+        task=task,
+        method=get_method("mars"),
+        roles=["system2", "system1"],
+        tokenizer=tiny_tokenizer,
+    )
+    groups = asyncio.run(system_runs(trainer, task.heldout))
+    metrics = ratio_metrics(SimpleNamespace(sum=list), system_ratios(trainer, task.heldout, groups))
+    assert (
+        metrics["heldout/answer_accuracy"] == 1.0
+    )  # so the look-up runs' zeros are the policy's, not the probe's
+    assert metrics["heldout/role/system1/names_gold"] == 1.0
+    assert metrics["heldout/role/system1/reward_mean"] == 1.0

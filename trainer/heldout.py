@@ -201,13 +201,16 @@ def system_ratios(
 
 
 async def system_runs(trainer: Trainer, items: list[dict[str, Any]]) -> list[list[Episode]]:
-    """``eval.samples`` runs of the recipe's system per held-out question, each seeded (``episode_seed``)."""
+    """``eval.samples`` runs of the recipe's system per held-out question, each seeded (``episode_seed``), with
+    the task's scripted roles as in training."""
     rollout, samples = trainer.rollout, trainer.config.eval.samples
 
     async def one(item: dict[str, Any], sample: int) -> Episode:
         bind_episode_seed(episode_seed(trainer.config.seed, item, sample))
         question, options = rollout.run_input(item)
-        return await run_system(rollout.system.name, question, rollout.chat, rollout.toolbox, **options)
+        return await run_system(
+            rollout.system.name, question, rollout.chat_for(item), rollout.toolbox, **options
+        )
 
     runs = await asyncio.gather(*(one(item, sample) for item in items for sample in range(samples)))
     return [list(runs[i * samples : (i + 1) * samples]) for i in range(len(items))]

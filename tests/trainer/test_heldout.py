@@ -244,12 +244,13 @@ def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tok
 
     task = lookup_task(n_prompts=4, heldout_prompts=3, generated=True, tools=["search"])
     options = {"max_turns": 2, "prompts": "compact"}
+    chat = ByQuestion(task.heldout, tiny_tokenizer)
     trainer = SimpleNamespace(
         config=SimpleNamespace(eval=SimpleNamespace(samples=2), seed=0),
         rollout=SimpleNamespace(
             run_input=lambda item: (item["question"], options),
             system=get_system("mars"),
-            chat=ByQuestion(task.heldout, tiny_tokenizer),
+            chat_for=lambda item: chat,
             toolbox=task.toolbox,
         ),
         task=task,

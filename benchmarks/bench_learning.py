@@ -13,6 +13,10 @@ fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over
 method metric (MarsRL: ``marsrl/verifier_precision``, ``verifier_recall`` on wrong solutions,
 ``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``, ``solver_accuracy``; M-ASK:
 ``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
+
+When the task has a held-out split (``trainer.heldout``), it also evaluates the policy there after the cold start,
+every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step (``heldout`` in
+``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where it shows there.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from trainer.config import load_config
 from trainer.engine import Trainer
+from trainer.heldout import PREFIX, heldout_items, heldout_metrics
 from trainer.warmup import role_stats, warm_up
 
 
@@ -35,37 +40,71 @@ class StepRecord:
 
     roles: dict[str, dict[str, float]]
     method: dict[str, float]
+    heldout: dict[str, float]
+    """The held-out metrics after this step (empty when none was measured)."""
 
 
-def learning_run(recipe: str, out: Path, steps: int, seed: int | None = None) -> list[StepRecord]:
-    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``) and the
-    method's metrics (``<method>/...``). ``seed`` replaces the recipe's."""
+@dataclass
+class LearningRun:
+    """A learning run's steps and its held-out metrics after the cold start (empty without a held-out split)."""
+
+    steps: list[StepRecord]
+    heldout_before: dict[str, float]
+
+
+def learning_run(
+    recipe: str, out: Path, steps: int, seed: int | None = None, eval_every: int | None = None
+) -> LearningRun:
+    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``), the
+    method's metrics (``<method>/...``) and, when evaluated, the held-out metrics. ``seed`` replaces the
+    recipe's, ``eval_every`` its ``eval.every``."""
     config = load_config(recipe)
     config.steps = steps
     if seed is not None:
         config.seed = seed
+    if eval_every is not None:
+        config.eval.every = eval_every
     trainer = Trainer(config, out)
     warm_up(trainer)
+    evaluates = bool(heldout_items(trainer.task))
+    before = heldout_metrics(trainer) if evaluates else {}
+    if before:
+        print(f"held-out after the cold start: {shown_heldout(before)}", flush=True)
     prefix = f"{config.algorithm.method}/"
     history = []
     with open(out / "roles.jsonl", "w") as log:
+        if before:
+            log.write(json.dumps({"step": -1, "heldout": before}) + "\n")
         for _ in range(steps):
             metrics = trainer.train_step()
             stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_rewarded).items()}
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
-            history.append(StepRecord(stats, method))
+            every = config.eval.every
+            due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))
+            heldout = heldout_metrics(trainer) if due else {}
+            history.append(StepRecord(stats, method, heldout))
             row = {
                 "step": trainer.step - 1,
                 "reward_mean": metrics["reward_mean"],
                 "roles": stats,
                 "method": method,
+                "heldout": heldout,
             }
             log.write(json.dumps(row) + "\n")
             log.flush()
             rewards = " ".join(f"{role}={stat['reward_mean']:+.2f}" for role, stat in stats.items())
             shown = " ".join(f"{name.removeprefix(prefix)}={value:.2f}" for name, value in method.items())
             print(f"step {trainer.step - 1}: {rewards} {shown}".rstrip(), flush=True)
-    return history
+            if heldout:
+                print(f"  held-out: {shown_heldout(heldout)}", flush=True)
+    return LearningRun(history, before)
+
+
+def shown_heldout(metrics: dict[str, float]) -> str:
+    """Held-out metrics on one line, without the per-sum breakdown."""
+    return " ".join(
+        f"{name.removeprefix(PREFIX)}={value:.2f}" for name, value in metrics.items() if "/sum_" not in name
+    )
 
 
 def first_and_last(series: list[float | None], window: int) -> tuple[float, float]:
@@ -89,13 +128,19 @@ def method_start_and_end(history: list[StepRecord], window: int) -> dict[str, tu
     return {name: first_and_last([step.method.get(name) for step in history], window) for name in names}
 
 
+def heldout_before_after(run: LearningRun) -> dict[str, tuple[float, float]]:
+    """Per held-out metric: after the cold start and after the last step (both measured)."""
+    after = run.steps[-1].heldout if run.steps else {}
+    return {name: (value, after[name]) for name, value in run.heldout_before.items() if name in after}
+
+
 def seeds_summary(changes: dict[str, list[float]]) -> list[str]:
-    """Per role, over the seeds: on how many its reward rose, and the change's min / median / max."""
+    """Per role or metric, over the seeds: on how many it rose, and the change's min / median / max."""
     lines = []
     for role, deltas in changes.items():
         rose = sum(delta > 0 for delta in deltas)
         lines.append(
-            f"  {role:10s} rose on {rose} of {len(deltas)} seeds; change min {min(deltas):+.3f} "
+            f"  {role:36s} rose on {rose} of {len(deltas)} seeds; change min {min(deltas):+.3f} "
             f"median {statistics.median(deltas):+.3f} max {max(deltas):+.3f}"
         )
     return lines
@@ -106,6 +151,9 @@ def main() -> None:
     parser.add_argument("recipe")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--window", type=int, default=5, help="steps averaged at the start and at the end")
+    parser.add_argument(
+        "--eval-every", type=int, help="held-out evaluation every N steps (default: the recipe's eval.every)"
+    )
     parser.add_argument("--out", type=Path, help="run directory (default: runs/learning-<recipe name>)")
     parser.add_argument(
         "--seeds",
@@ -120,7 +168,8 @@ def main() -> None:
         run_dir = out if seed is None else out / f"seed-{seed}"
         run_dir.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        history = learning_run(args.recipe, run_dir, args.steps, seed)
+        run = learning_run(args.recipe, run_dir, args.steps, seed, args.eval_every)
+        history = run.steps
         minutes = (time.perf_counter() - started) / 60
         which = "" if seed is None else f", seed {seed}"
         print(
@@ -131,6 +180,13 @@ def main() -> None:
             changes.setdefault(role, []).append(end - start)
         for name, (start, end) in method_start_and_end(history, args.window).items():
             print(f"  {name:28s} {start:.3f} -> {end:.3f}")
+        heldout = heldout_before_after(run)
+        if heldout:
+            print("  held-out (questions never trained on), after the cold start -> after RL:")
+        for name, (start, end) in heldout.items():
+            print(f"  {name:36s} {start:.3f} -> {end:.3f}")
+            if "/sum_" not in name:
+                changes.setdefault(name, []).append(end - start)
     if args.seeds and len(args.seeds) > 1:
         print(
             f"{args.recipe}: over seeds {' '.join(map(str, args.seeds))}, the change first -> last {args.window} steps"

@@ -320,6 +320,16 @@ class WarmupConfig:
 
 
 @config_dataclass
+class EvalConfig:
+    """The held-out evaluation (``trainer.heldout``) on the task's held-out split (``task.args.heldout_prompts``)."""
+
+    every: StrictInt = Field(default=0, ge=0)
+    """``mara train`` evaluates after the cold start, every this many RL steps and after the last; 0 = never."""
+    samples: StrictInt = Field(default=4, ge=1)
+    """Runs per held-out question (MarsRL's Verifier probe: verdicts per judged solution)."""
+
+
+@config_dataclass
 class TrainConfig:
     model: ModelConfig = Field(default_factory=ModelConfig)
     """The policy to train."""
@@ -333,6 +343,8 @@ class TrainConfig:
     """Optimizer and batching."""
     warmup: WarmupConfig = Field(default_factory=WarmupConfig)
     """The cold start: supervised fine-tuning on scripted demonstrations before RL."""
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    """The periodic held-out evaluation."""
     steps: StrictInt = Field(default=20, ge=1)
     """Training steps (one rollout batch each)."""
     seed: StrictInt = Field(default=0, ge=0)

@@ -26,6 +26,7 @@ from trainer.config import TrainConfig
 from trainer.distributed import Distributed
 from trainer.estimators import advantage_estimator
 from trainer.frozen_roles import RoutedChat
+from trainer.heldout import check_heldout
 from trainer.methods import concatenate, get_method
 from trainer.models import load_models
 from trainer.rollout import PromptOrder, Rollout, seed_step
@@ -60,6 +61,7 @@ class Trainer:
         self.tokenizer, self.policy = models.tokenizer, models.policy
         self.reference, self.critic = models.reference, models.critic
         self.rollout = Rollout.build(config, self.method, models, self.dist.rank)
+        check_heldout(self.task, config.eval.every)
         self.roles = list(self.rollout.system.roles)
         """The system's own role names: the ``role/<role>/...`` metrics of every step, in this order."""
         self.updater = PolicyUpdate(

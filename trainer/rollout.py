@@ -24,7 +24,7 @@ import torch
 
 from harness.providers.generation import Sampling
 from harness.systems import build_toolbox, get_system, run_system
-from harness.systems.types import Episode, Toolbox
+from harness.systems.types import Chat, Episode, Toolbox
 from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
@@ -32,6 +32,7 @@ from trainer.frozen_roles import RoutedChat
 from trainer.methods.base import GroupRollout, Method
 from trainer.models import Models
 from trainer.policy import PolicyChat
+from trainer.scripted_roles import chat_for
 from trainer.vllm_rollout import rollout_backend
 
 
@@ -158,6 +159,8 @@ class Rollout:
     """The vLLM engine the chat generates with, synced to the policy before each step's rollout; ``None``."""
     own_rollout: GroupRollout | None
     group_size: int
+    tokenizer: Any = None
+    """The policy's tokenizer (a task's scripted roles count tokens with it)."""
 
     @classmethod
     def build(cls, config: TrainConfig, method: Method, models: Models, rank: int) -> Rollout:
@@ -175,6 +178,7 @@ class Rollout:
             vllm=vllm,
             own_rollout=method.rollout(config) if method.rollout is not None else None,
             group_size=config.rollout.group_size,
+            tokenizer=models.tokenizer,
         )
 
     def sync(self, policy: torch.nn.Module) -> None:
@@ -191,6 +195,10 @@ class Rollout:
             return item["question"], self.system_options
         return own(item, self.system.name, self.system_options)
 
+    def chat_for(self, item: dict[str, Any]) -> Chat:
+        """The chat of one question's runs: the policy's, with the task's scripted roles (``trainer.scripted_roles``)."""
+        return chat_for(self.task, self.system.name, self.chat, item, self.tokenizer)
+
     async def groups(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:
         """Each question's group of episodes, and how many episodes of it the task's judge left unscored
         (dropped from the group)."""
@@ -200,7 +208,7 @@ class Rollout:
 
             async def grouped(item: dict[str, Any], rng: random.Random, seed: int) -> list[Episode]:
                 bind_episode_seed(seed)
-                return await self.own_rollout(item, self.chat, rng)
+                return await self.own_rollout(item, self.chat_for(item), rng)
 
             groups = [grouped(*args) for args in zip(items, rngs, seeds, strict=True)]
             return list(await asyncio.gather(*groups)), [0] * len(items)
@@ -210,7 +218,9 @@ class Rollout:
         async def judged(item: dict[str, Any], seed: int) -> tuple[Episode, bool]:
             bind_episode_seed(seed)  # its draws follow its seed, not the order its calls are batched in
             question, options = self.run_input(item)
-            episode = await run_system(self.system.name, question, self.chat, self.toolbox, **options)
+            episode = await run_system(
+                self.system.name, question, self.chat_for(item), self.toolbox, **options
+            )
             return episode, grade is None or await grade(item, episode) is not None
 
         seeds = [random.getrandbits(SEED_BITS) for _ in range(len(items) * size)]

@@ -17,6 +17,7 @@ from harness.systems.types import Episode
 from trainer.config import AlgorithmConfig
 from trainer.distributed import Distributed
 from trainer.methods import GroupNorm, Method
+from trainer.methods.base import Ratio
 from trainer.samples import Sample
 from trainer.step_record import drop_zero_variance, group_rewards, keep_rows, zero_variance_keys
 
@@ -99,9 +100,14 @@ def episode_metrics(
     }
     if method.metrics is not None:
         ratios.update(method.metrics(items, episodes))
+    return {"unscored": dist.sum([float(sum(unscored))])[0], **ratio_metrics(dist, ratios)}
+
+
+def ratio_metrics(dist: Distributed, ratios: dict[str, Ratio]) -> dict[str, float]:
+    """Each ``(numerator, denominator)`` summed over ranks, then divided; a 0 denominator reports nothing."""
     names = sorted(ratios)
-    summed = dist.sum([part for name in names for part in ratios[name]] + [float(sum(unscored))])
-    metrics = {"unscored": summed[-1]}
+    summed = dist.sum([part for name in names for part in ratios[name]])
+    metrics = {}
     for index, name in enumerate(names):
         numerator, denominator = summed[2 * index : 2 * index + 2]
         if denominator:

@@ -165,7 +165,7 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     path.write_text("stepz: 3\n")
     assert train_main([str(path)]) == 2
     assert capsys.readouterr().out == f"mara train: {path}: stepz: unknown key; did you mean 'steps'? " + (
-        "valid keys: algorithm, model, optim, parallel, rollout, save_every, seed, steps, task, warmup\n"
+        "valid keys: algorithm, eval, model, optim, parallel, rollout, save_every, seed, steps, task, warmup\n"
     )
 
 

@@ -42,28 +42,36 @@ def test_plain_grpo_is_the_default_method():
     )
 
 
-def test_mask_learning_recipe_trains_mask_tinys_system_on_every_question_each_step():
+def generated(tiny, learn) -> dict:
+    """The tiny recipe's task arguments on generated countries, one fresh country per question of the run and 16
+    held out (the learning recipes' task)."""
+    fresh = learn.steps * learn.rollout.prompts_per_step
+    return {**tiny.task.args, "n_prompts": fresh, "generated": True, "heldout_prompts": 16}
+
+
+def test_mask_learning_recipe_trains_mask_tinys_system_on_a_fresh_country_each_question():
     tiny, learn = load_config(RECIPES / "mask-tiny.yaml"), load_config(RECIPES / "mask-learn.yaml")
     compact = {**tiny.task.system_options, "prompts": "compact"}  # our short prompts, not the paper's
-    assert learn.task == dataclasses.replace(tiny.task, system_options=compact) and learn.model == tiny.model
-    assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"] and learn.rollout.group_size == 4
+    task = dataclasses.replace(tiny.task, system_options=compact, args=generated(tiny, learn))
+    assert learn.task == task and learn.model == tiny.model
+    assert learn.rollout.group_size == 4
     # its header's levers, and nothing else, set it apart from mask-tiny's method, optimiser and cold start
     levers = {"gae_whiten": False, "filter_zero_variance": True, "kl_coef": 0.05}
     assert learn.algorithm == dataclasses.replace(tiny.algorithm, **levers)
     assert learn.optim == dataclasses.replace(tiny.optim, lr=3e-4)
     assert learn.rollout.temperature == 0.5
     odds = {"plan": 0.0, "search": 0.5}
-    assert learn.warmup == dataclasses.replace(tiny.warmup, steps=300, demos_per_item=8, demo_skills=odds)
+    assert learn.warmup == dataclasses.replace(tiny.warmup, steps=300, demos_per_item=1, demo_skills=odds)
 
 
-def test_mars_learning_recipe_trains_mars_tinys_system_on_every_question_each_step():
+def test_mars_learning_recipe_trains_mars_tinys_system_on_a_fresh_country_each_question():
     tiny, learn = load_config(RECIPES / "mars-tiny.yaml"), load_config(RECIPES / "mars-learn.yaml")
     compact = {**tiny.task.system_options, "prompts": "compact"}  # our short prompts, not the paper's
-    assert learn.task == dataclasses.replace(tiny.task, system_options=compact) and learn.model == tiny.model
-    assert learn.rollout.prompts_per_step == learn.task.args["n_prompts"]
+    task = dataclasses.replace(tiny.task, system_options=compact, args=generated(tiny, learn))
+    assert learn.task == task and learn.model == tiny.model
     # its header's levers, and nothing else, set it apart from mars-tiny's method, optimiser and cold start
     assert learn.algorithm == dataclasses.replace(tiny.algorithm, kl_coef=0.1)
     assert learn.optim == tiny.optim
     assert (learn.rollout.temperature, learn.rollout.group_size) == (0.8, 8)
     odds = {"system1": 0.6, "system2": 1.0}
-    assert learn.warmup == dataclasses.replace(tiny.warmup, demo_skills=odds)
+    assert learn.warmup == dataclasses.replace(tiny.warmup, demos_per_item=1, demo_skills=odds)

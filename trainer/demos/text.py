@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from harness.systems.types import Message
-from trainer.tasks.lookup import CAPITALS
+from trainer.tasks.lookup import CAPITALS, KNOWN_CAPITALS, POOL
 
 _COUNTRY = re.compile(r"capital of (\w+)")
 
@@ -37,7 +37,7 @@ def distractors(text: str, of: str) -> list[str]:
 
 def named_capital(text: str) -> str | None:
     """The last capital of the corpus that ``text`` names (a distillate, a summary, a trajectory step)."""
-    found = [(text.rfind(capital), capital) for capital in CAPITALS.values() if capital in text]
+    found = [(text.rfind(capital), capital) for capital in KNOWN_CAPITALS if capital in text]
     return max(found)[1] if found else None
 
 
@@ -49,5 +49,8 @@ def pick(right: str | None, wrong: list[str], skill: float, rng) -> str | None:
 
 
 def other_capitals(capital: str | None) -> list[str]:
-    """Every capital of the corpus but ``capital``."""
-    return [c for c in CAPITALS.values() if c != capital]
+    """Every other capital of ``capital``'s family: the hand-written table (also for ``None``), else the
+    generated pool."""
+    fixed = capital is None or capital in CAPITALS.values()
+    family = CAPITALS.values() if fixed else (name for _, name in POOL)
+    return [c for c in family if c != capital]

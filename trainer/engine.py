@@ -95,7 +95,7 @@ class Trainer:
         items = [self.task.items[i] for i in self.dist.shard(indices)]
         self.policy.eval()
         with self.dist.gathered(self.policy):
-            self.rollout.sync(self.policy)
+            synced = self.rollout.sync(self.policy)
             episodes, unscored = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
         groups = rewarded_groups(self.method, self.task, self.tokenizer, items, episodes)
@@ -112,6 +112,7 @@ class Trainer:
                 self.config.optim,
                 self.dist,
                 self.step,
+                synced,
             )
         )
         rows = training_rows(groups, self.method, self.config.algorithm, self.dist)

@@ -12,17 +12,24 @@ Reported each step, over all ranks, for the whole batch and per role (``role/<ro
 * ``rollout/logprob_gap_max`` -- the largest gap;
 * ``rollout/logprob_gap_over_tol`` -- share of those tokens whose gap exceeds ``rollout.parity_tolerance``.
 
-``check`` applies ``rollout.parity`` (``warn`` / ``fail`` / ``off``) to the whole batch's mean against
-``rollout.parity_bound``. The extra forward costs about one no-grad scoring pass over the batch.
+With a vLLM engine, ``sync_gap`` also checks every sync directly: right after the policy's weights are loaded
+into the engine, both score a fixed conversation (``SYNC_PROBE``) and ``rollout/sync_gap_max`` is the largest
+per-token difference.
+
+``check`` applies ``rollout.parity`` (``warn`` / ``fail`` / ``off``): the batch's mean gap against
+``rollout.parity_bound``, the sync gap against ``rollout.parity_tolerance``. The extra forward costs about one
+no-grad scoring pass over the batch.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
+from harness.chat_template import render_prompt
 from trainer.config import OptimConfig, RolloutConfig
 from trainer.distributed import Distributed
 from trainer.logprobs import response_scores
@@ -30,6 +37,7 @@ from trainer.packing import micro_batches
 from trainer.samples import Sample
 
 PREFIX = "rollout/logprob_gap"
+SYNC_GAP = "rollout/sync_gap_max"
 ALL = ""
 """The role key of the whole batch (its metrics carry no ``role/<role>/`` prefix)."""
 
@@ -91,16 +99,43 @@ def parity_metrics(
     return metrics
 
 
+SYNC_PROBE = [
+    {"role": "user", "content": "What is 3 + 4?"},
+    {"role": "assistant", "content": "3 + 4 = 7. The answer is 7."},
+]
+"""The fixed conversation a synced engine and the trainer both score (``sync_gap``)."""
+
+
+def sync_gap(policy: torch.nn.Module, tokenizer: Any, engine: Any) -> dict[str, float]:
+    """``rollout/sync_gap_max``: the largest |engine - trainer| logprob over ``SYNC_PROBE``'s tokens, the engine
+    just synced to ``policy`` (an engine that kept its old weights, or loaded them wrongly, shows here)."""
+    ids = render_prompt(tokenizer, SYNC_PROBE, add_generation_prompt=False)
+    engine_logprobs = torch.tensor(engine.score(ids), dtype=torch.float32)
+    device = next(policy.parameters()).device
+    with torch.no_grad():
+        logits = policy(torch.tensor([ids], device=device)).logits[0, :-1].float()
+    trainer = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:], device=device)[:, None])[:, 0]
+    return {SYNC_GAP: float((engine_logprobs - trainer.cpu()).abs().max())}
+
+
 def check(metrics: dict[str, float], rollout: RolloutConfig, step: int) -> None:
     """Warn (one printed line) or raise ``ParityError`` when the batch's mean gap exceeds ``parity_bound``."""
-    mean = metrics.get(metric_key(ALL, "mean"))
-    if rollout.parity == "off" or mean is None or mean <= rollout.parity_bound:
+    if rollout.parity == "off":
         return
-    line = (
-        f"step {step}: rollout-trainer logprob gap {mean:.4g} (max {metrics[metric_key(ALL, 'max')]:.4g}) exceeds "
-        f"rollout.parity_bound {rollout.parity_bound:g}: the engine's logprobs are not the trained policy's "
-        f"(rollout.backend: {rollout.backend})"
-    )
+    mean, synced = metrics.get(metric_key(ALL, "mean")), metrics.get(SYNC_GAP)
+    if mean is not None and mean > rollout.parity_bound:
+        line = (
+            f"step {step}: rollout-trainer logprob gap {mean:.4g} (max {metrics[metric_key(ALL, 'max')]:.4g}) "
+            f"exceeds rollout.parity_bound {rollout.parity_bound:g}: the engine's logprobs are not the trained "
+            f"policy's (rollout.backend: {rollout.backend})"
+        )
+    elif synced is not None and synced > rollout.parity_tolerance:
+        line = (
+            f"step {step}: the synced engine scores a fixed text up to {synced:.4g} away from the trainer's "
+            f"forward (rollout.parity_tolerance {rollout.parity_tolerance:g}): its weights are not the policy's"
+        )
+    else:
+        return
     if rollout.parity == "fail":
         raise ParityError(line)
     print(f"warning: {line}")
@@ -114,10 +149,12 @@ def measure(
     optim: OptimConfig,
     dist: Distributed,
     step: int,
+    synced: dict[str, float],
 ) -> dict[str, float]:
-    """This step's parity metrics (every rank calls it), checked against the recipe's bound."""
+    """This step's parity metrics (every rank calls it) with the sync's (``synced``: ``sync_gap``'s, or empty),
+    checked against the recipe's bounds."""
     with dist.gathered(policy):
         gaps = token_gaps(policy, samples, optim)
-    metrics = parity_metrics(gaps, samples, roles, rollout.parity_tolerance, dist)
+    metrics = {**synced, **parity_metrics(gaps, samples, roles, rollout.parity_tolerance, dist)}
     check(metrics, rollout, step)
     return metrics

@@ -124,6 +124,17 @@ class VLLMGenerator:
         results = self.llm.generate(requests, params, use_tqdm=False)
         return [completion_from_output(p, r.outputs[0]) for p, r in zip(prompts, results, strict=True)]
 
+    def score(self, ids: list[int]) -> list[float]:
+        """The engine's logprob of each of ``ids[1:]`` given the ids before it (vLLM's prompt logprobs)."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        [result] = self.llm.generate([{"prompt_token_ids": list(ids)}], params, use_tqdm=False)
+        return [
+            position[token].logprob
+            for token, position in zip(ids[1:], result.prompt_logprobs[1:], strict=True)
+        ]
+
     def sync(self, named_parameters: Iterable[tuple[str, torch.Tensor]]) -> None:
         """Copy the policy's parameters (HF names, whole tensors) into the engine and drop its prefix cache.
 

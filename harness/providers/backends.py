@@ -15,8 +15,10 @@ BACKENDS = ("auto", "hf", "vllm")
 
 
 def vllm_ready() -> bool:
-    """Whether the vllm package is installed (either build; vLLM picks its own device)."""
-    return importlib.util.find_spec("vllm") is not None
+    """Whether the vllm package is installed (either build; vLLM picks its own device). A directory named
+    ``vllm`` on the path (a namespace package, no ``__init__``) is not it."""
+    spec = importlib.util.find_spec("vllm")
+    return spec is not None and spec.has_location
 
 
 def vllm_install_command() -> str:

@@ -1,9 +1,10 @@
 """The model API behind ``--model local/<x>``: resolve the checkpoint, pick a backend, serve Inspect's calls.
 
 Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint to Inspect's own vLLM provider
-(a vLLM server; LoRA adapters are applied by vLLM); ``hf`` runs ``transformers`` in-process and gathers
-concurrent requests into batches (``harness.providers.batching``) generated with per-request sampling settings
-(``harness.providers.generation``). ``auto`` takes vLLM when it is installed and a CUDA GPU is present.
+(a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
+``transformers`` in-process and gathers concurrent requests into batches (``harness.providers.batching``)
+generated with per-request sampling settings (``harness.providers.generation``). ``auto`` takes vLLM when it is
+installed (``harness.providers.backends``).
 
 The transformers backend schedules requests (``-M scheduler``) either ``continuous`` (the default;
 ``harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
@@ -13,7 +14,7 @@ time. A model whose KV cache cannot be merged across requests (sliding-window, h
 layers) is batched statically, with a warning naming the reason. Both give every request the same tokens.
 
 ``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
-``cuda:N``; for vLLM ``cuda:N`` or a GPU list ``0,1``), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
+``cuda:N``; for vLLM ``cuda:N``, a GPU list ``0,1``, or ``cpu`` for its CPU build), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
 ``seed`` (torch's global seed; vLLM's ``--seed``), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
 adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
@@ -92,7 +93,7 @@ class LocalOptions:
     """The ``-M`` options of ``local/`` (see the module docstring), checked when the model is created."""
 
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    """Generation engine: ``auto`` (vLLM when installed with a CUDA GPU), ``hf`` or ``vllm``."""
+    """Generation engine: ``auto`` (vLLM when installed), ``hf`` or ``vllm``."""
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     """Weights' dtype (``auto``: the checkpoint's own)."""
     device: str | None = None
@@ -160,9 +161,7 @@ def open_local_model(
         api = _vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:
-            raise ValueError(
-                "local/: -M tensor_parallel_size > 1 needs the vLLM backend (vllm and CUDA GPUs)"
-            )
+            raise ValueError("local/: -M tensor_parallel_size > 1 needs the vLLM backend (-M backend=vllm)")
         api = TransformersModelAPI(model_name, checkpoint, options, config)
         if options.seed is not None:  # after loading, so that loading cannot shift the draws
             torch.manual_seed(options.seed)
@@ -198,13 +197,17 @@ def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> d
         "chat_template": checkpoint.chat_template,
         "tokenizer": None if own_tokenizer else checkpoint.tokenizer,
         "default_chat_template_kwargs": thinking,
+        "enforce_eager": None
+        if torch.cuda.is_available()
+        else True,  # vLLM's CPU build: no graph compilation
     }
     return {name: value for name, value in candidates.items() if value is not None}
 
 
 def _cuda_devices(device: str | None) -> str | None:
-    """``cuda:1`` / ``1`` / ``0,1`` as the GPU list vLLM is started on (``CUDA_VISIBLE_DEVICES``)."""
-    if device is None or device == "cuda":
+    """``cuda:1`` / ``1`` / ``0,1`` as the GPU list vLLM is started on (``CUDA_VISIBLE_DEVICES``); ``cpu`` on a
+    machine without a CUDA GPU is vLLM's CPU build, which needs no device list."""
+    if device is None or device == "cuda" or (device == "cpu" and not torch.cuda.is_available()):
         return None
     devices = device.removeprefix("cuda:")
     if not all(part.strip().isdigit() for part in devices.split(",")):

@@ -91,7 +91,8 @@ def fake_gpu_vllm(monkeypatch, tiny_qwen) -> Iterator[tuple[FakeVLLMServer, list
     """vLLM 'installed', a CUDA GPU 'present', and server launches answered by a fake server."""
     if "vllm" not in sys.modules:
         fake = types.ModuleType("vllm")
-        fake.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+        fake.__spec__ = importlib.machinery.ModuleSpec("vllm", None, origin="fake")
+        fake.__spec__.has_location = True  # an installed package, not a bare directory on the path
         monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(inspect_vllm, "_vllm_servers", {})

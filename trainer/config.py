@@ -82,8 +82,9 @@ class RolloutConfig:
     """Nucleus sampling mass."""
     backend: Backend = "auto"
     """Generation engine: ``hf`` (transformers, CPU or GPU), ``vllm`` (a colocated vLLM engine synced to the
-    policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed), as ``local/``
-    picks. ``vllm`` where the package is missing is refused when the recipe is loaded."""
+    policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed and the policy's
+    checkpoint has 100 MiB of weights or more), as ``local/`` picks (``harness.providers.backends``). ``vllm``
+    where the package is missing is refused when the recipe is loaded."""
     parity: ParityAction = "warn"
     """What a step does when the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
     step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.parity``) exceeds
@@ -92,7 +93,8 @@ class RolloutConfig:
     parity_bound: StrictFloat = Field(default=0.02, gt=0)
     """The largest ``rollout/logprob_gap_mean`` a step accepts."""
     parity_tolerance: StrictFloat = Field(default=0.05, gt=0)
-    """A token whose gap exceeds this counts in ``rollout/logprob_gap_over_tol`` (the share of such tokens)."""
+    """A token whose gap exceeds this counts in ``rollout/logprob_gap_over_tol`` (the share of such tokens); also
+    the largest ``rollout/sync_gap_max`` (a vLLM engine's check after each weight sync) a step accepts."""
     vllm_gpu_memory: StrictFloat = Field(default=0.3, gt=0, le=1)
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
     scheduler: Scheduler = "continuous"

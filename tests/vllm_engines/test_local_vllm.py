@@ -47,15 +47,25 @@ def test_local_vllm_scores_an_eval_with_logprobs(vllm_log, vllm_model_dir):
     assert f"local/{vllm_model_dir}" in vllm_log.stats.model_usage
 
 
+NEAR_TIE = 1e-3
+"""A top-2 logprob margin under which two engines' rounding may pick different greedy tokens."""
+
+
 async def test_greedy_tokens_equal_the_transformers_backend(vllm_log, vllm_model_dir):
     hf = get_model(f"local/{vllm_model_dir}", backend="hf", memoize=False)
-    config = GenerateConfig(max_tokens=12, temperature=0, logprobs=True)
+    config = GenerateConfig(max_tokens=12, temperature=0, logprobs=True, top_logprobs=2)
     for sample in sorted(vllm_log.samples, key=lambda s: s.id):
         expected = await hf.generate(QUESTIONS[sample.id], config=config)
-        assert sample.output.completion == expected.completion
+        assert sample.output.usage.input_tokens == expected.usage.input_tokens  # the same rendered prompt
         served, ours = sample.output.choices[0].logprobs.content, expected.choices[0].logprobs.content
-        assert len(served) == len(ours)
-        for vllm_token, hf_token in zip(served, ours, strict=True):
+        assert served and ours
+        for vllm_token, hf_token in zip(served, ours, strict=False):
             # a token holding part of a character's bytes reads "" from vLLM and "\ufffd" from transformers
-            assert vllm_token.token == hf_token.token or {vllm_token.token, hf_token.token} <= {"", "\ufffd"}
+            same = vllm_token.token == hf_token.token or {vllm_token.token, hf_token.token} <= {"", "\ufffd"}
+            if not same:  # only a near-tie may go either way; after it the texts differ
+                first, second = hf_token.top_logprobs[:2]
+                assert first.logprob - second.logprob < NEAR_TIE, (sample.id, hf_token, vllm_token)
+                break
             assert vllm_token.logprob == pytest.approx(hf_token.logprob, abs=1e-3)
+        else:
+            assert sample.output.completion == expected.completion

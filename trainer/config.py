@@ -36,6 +36,7 @@ from harness.typed_config import (
 from trainer.task_config import GraderConfig, TaskConfig
 
 Dtype = Literal["auto", "float32", "bfloat16"]
+ParityAction = Literal["warn", "fail", "off"]
 TinyArch = Literal["qwen2", "llama"]
 Backend = Literal["auto", "hf", "vllm"]
 Scheduler = Literal["continuous", "static"]
@@ -98,7 +99,19 @@ class RolloutConfig:
     """Nucleus sampling mass."""
     backend: Backend = "auto"
     """Generation engine: ``hf`` (transformers, CPU or GPU), ``vllm`` (a colocated vLLM engine synced to the
-    policy each step; needs vllm and a CUDA GPU) or ``auto`` (vLLM when both are present), as ``local/`` picks."""
+    policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed and the policy's
+    checkpoint has 100 MiB of weights or more), as ``local/`` picks (``harness.providers.backends``). ``vllm``
+    where the package is missing is refused when the recipe is loaded."""
+    parity: ParityAction = "warn"
+    """What a step does when the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
+    step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.parity``) exceeds
+    ``parity_bound``: ``warn`` (print one line and go on), ``fail`` (stop the run) or ``off`` (no check; the
+    metrics are still reported)."""
+    parity_bound: StrictFloat = Field(default=0.02, gt=0)
+    """The largest ``rollout/logprob_gap_mean`` a step accepts."""
+    parity_tolerance: StrictFloat = Field(default=0.05, gt=0)
+    """A token whose gap exceeds this counts in ``rollout/logprob_gap_over_tol`` (the share of such tokens); also
+    the largest ``rollout/sync_gap_max`` (a vLLM engine's check after each weight sync) a step accepts."""
     vllm_gpu_memory: StrictFloat = Field(default=0.3, gt=0, le=1)
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
     scheduler: Scheduler = "continuous"
@@ -117,6 +130,14 @@ class RolloutConfig:
     (``local/<dir>``, ``openai/<model>``, ``openai-api/<service>/<model>`` for an OpenAI-compatible endpoint), e.g.
     ``{solver: local/Qwen/Qwen3-8B}`` to train MarsRL's Verifier and Corrector against a fixed Solver
     (``trainer.frozen_roles``)."""
+
+    @model_validator(mode="after")
+    def _vllm_is_installed(self) -> RolloutConfig:
+        from harness.providers.backends import missing_vllm, vllm_ready
+
+        if self.backend == "vllm" and not vllm_ready():
+            raise ConfigProblem("backend", missing_vllm("vllm", "set rollout.backend: hf (or auto)"))
+        return self
 
 
 @config_dataclass

@@ -78,6 +78,14 @@ class Distributed:
         dist.all_reduce(tensor)
         return tensor.tolist()
 
+    def largest(self, values: list[float]) -> list[float]:
+        """Element-wise maximum of ``values`` over ranks."""
+        if self.world_size == 1:
+            return list(values)
+        tensor = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return tensor.tolist()
+
     def most(self, value: int) -> int:
         """The largest ``value`` any rank holds."""
         if self.world_size == 1:

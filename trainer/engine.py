@@ -3,7 +3,8 @@
 1. rollout  -- each question's group of episodes (``trainer.rollout``: the harness system with the live policy
    as its ``Chat``, or the method's own rollout);
 2. scoring  -- the method turns episodes into rewarded rows (``trainer.scoring``); a non-finite reward skips the
-   step, reported;
+   step, reported; the policy that sampled scores the rows' generated tokens and the gap to the engine's logprobs
+   is reported and checked (``trainer.parity``);
 3. update   -- advantages, the loss over micro-batches and the optimizer step (``trainer.update``).
 
 Checkpoints are ``trainer.run_state``'s. Sampling is reseeded from ``(seed, step, rank)`` at the start of every
@@ -21,7 +22,7 @@ import torch
 
 from harness.systems.types import Episode
 from harness.toolcache.counts import counting
-from trainer import role_metrics, run_state
+from trainer import parity, role_metrics, run_state
 from trainer.config import TrainConfig
 from trainer.distributed import Distributed
 from trainer.estimators import advantage_estimator
@@ -98,7 +99,7 @@ class Trainer:
         items = [self.task.items[i] for i in self.dist.shard(indices)]
         self.policy.eval()
         with self.dist.gathered(self.policy):
-            self.rollout.sync(self.policy)
+            synced = self.rollout.sync(self.policy)
             with counting() as cache_counts:
                 episodes, unscored = asyncio.run(self._rollout(items))
         rolled = time.perf_counter()
@@ -110,6 +111,19 @@ class Trainer:
         metrics.update(episode_metrics(self.dist, self.method, items, episodes, unscored, groups))
         if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
             metrics.update(cache_counts.as_metrics())
+        rewarded = concatenate(groups)
+        metrics.update(
+            parity.measure(
+                self.policy,
+                rewarded,
+                self.roles,
+                self.config.rollout,
+                self.config.optim,
+                self.dist,
+                self.step,
+                synced,
+            )
+        )
         rows = training_rows(
             groups, self.method, self.config.algorithm, self.dist, self.config.rollout.frozen_roles
         )
@@ -122,7 +136,7 @@ class Trainer:
                 f"step {self.step}: non-finite reward for questions {sorted(set(rows.nonfinite))}; step skipped"
             )
         self.last_samples = samples
-        self.last_rewarded = concatenate(groups)
+        self.last_rewarded = rewarded
         role_sums = self.dist.sum(role_metrics.sample_sums(samples, self.roles))
         metrics.update(role_metrics.sample_metrics(role_sums, self.roles))
         finished = time.perf_counter()

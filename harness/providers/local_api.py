@@ -1,9 +1,10 @@
 """The model API behind ``--model local/<x>``: resolve the checkpoint, pick a backend, serve Inspect's calls.
 
 Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint to Inspect's own vLLM provider
-(a vLLM server; LoRA adapters are applied by vLLM); ``hf`` runs ``transformers`` in-process and gathers
-concurrent requests into batches (``harness.providers.batching``) generated with per-request sampling settings
-(``harness.providers.generation``). ``auto`` takes vLLM when it is installed and a CUDA GPU is present.
+(a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
+``transformers`` in-process and gathers concurrent requests into batches (``harness.providers.batching``)
+generated with per-request sampling settings (``harness.providers.generation``). ``auto`` takes vLLM when it is
+installed and the checkpoint is not tiny (``harness.providers.backends``).
 
 The transformers backend schedules requests (``-M scheduler``) either ``continuous`` (the default;
 ``harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
@@ -13,7 +14,7 @@ time. A model whose KV cache cannot be merged across requests (sliding-window, h
 layers) is batched statically, with a warning naming the reason. Both give every request the same tokens.
 
 ``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
-``cuda:N``; for vLLM ``cuda:N`` or a GPU list ``0,1``), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
+``cuda:N``; for vLLM ``cuda:N``, a GPU list ``0,1``, or ``cpu`` for its CPU build), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
 ``seed`` (torch's global seed; vLLM's ``--seed``), ``threads`` (torch's CPU threads, process-wide, when the
 transformers backend runs on the CPU; default 1: torch's own default of one per core slowed decoding several-fold
 on a shared machine), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
@@ -39,6 +40,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import shutil
+import sys
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
@@ -98,7 +103,8 @@ class LocalOptions:
     """The ``-M`` options of ``local/`` (see the module docstring), checked when the model is created."""
 
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    """Generation engine: ``auto`` (vLLM when installed with a CUDA GPU), ``hf`` or ``vllm``."""
+    """Generation engine: ``auto`` (vLLM when installed, for checkpoints of 100 MiB and more), ``hf`` or
+    ``vllm``."""
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     """Weights' dtype (``auto``: the checkpoint's own)."""
     device: str | None = None
@@ -164,13 +170,11 @@ def open_local_model(
         allow_download=options.allow_download,
     )
     record = checkpoint_record(model_name, checkpoint)
-    if choose_backend(options.backend) == "vllm":
+    if choose_backend(options.backend, checkpoint.model) == "vllm":
         api = _vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:
-            raise ValueError(
-                "local/: -M tensor_parallel_size > 1 needs the vLLM backend (vllm and CUDA GPUs)"
-            )
+            raise ValueError("local/: -M tensor_parallel_size > 1 needs the vLLM backend (-M backend=vllm)")
         api = TransformersModelAPI(model_name, checkpoint, options, config)
         if options.seed is not None:  # after loading, so that loading cannot shift the draws
             torch.manual_seed(options.seed)
@@ -186,9 +190,18 @@ def _vllm_model(
             "local/: -M return_token_ids=true needs -M backend=hf (the vLLM server returns text)"
         )
     served = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
+    _vllm_command_on_path()
     return LocalVLLMAPI(
         model_name, served, checkpoint.tokenizer, config=config, **vllm_server_args(checkpoint, options)
     )
+
+
+def _vllm_command_on_path() -> None:
+    """Inspect starts the server as ``vllm serve``: when this interpreter's environment has the ``vllm`` command
+    but the shell did not put it on ``PATH`` (``.venv-vllm/bin/inspect`` run without activating it), add it."""
+    bin_dir = Path(sys.executable).parent
+    if shutil.which("vllm") is None and (bin_dir / "vllm").is_file():
+        os.environ["PATH"] = os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")])
 
 
 def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> dict[str, Any]:
@@ -206,13 +219,17 @@ def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> d
         "chat_template": checkpoint.chat_template,
         "tokenizer": None if own_tokenizer else checkpoint.tokenizer,
         "default_chat_template_kwargs": thinking,
+        "enforce_eager": None
+        if torch.cuda.is_available()
+        else True,  # vLLM's CPU build: no graph compilation
     }
     return {name: value for name, value in candidates.items() if value is not None}
 
 
 def _cuda_devices(device: str | None) -> str | None:
-    """``cuda:1`` / ``1`` / ``0,1`` as the GPU list vLLM is started on (``CUDA_VISIBLE_DEVICES``)."""
-    if device is None or device == "cuda":
+    """``cuda:1`` / ``1`` / ``0,1`` as the GPU list vLLM is started on (``CUDA_VISIBLE_DEVICES``); ``cpu`` on a
+    machine without a CUDA GPU is vLLM's CPU build, which needs no device list."""
+    if device is None or device == "cuda" or (device == "cpu" and not torch.cuda.is_available()):
         return None
     devices = device.removeprefix("cuda:")
     if not all(part.strip().isdigit() for part in devices.split(",")):

@@ -24,6 +24,8 @@ from _lora_helpers import save_lora_adapter
 from inspect_ai.model import ChatMessageUser, ContentReasoning, GenerateConfig, get_model
 from inspect_ai.model._providers import vllm as inspect_vllm
 
+from harness.providers import backends
+
 REPLY = "<think>2 and 2</think> 4"
 
 
@@ -88,12 +90,15 @@ def adapter(tiny_qwen, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def fake_gpu_vllm(monkeypatch, tiny_qwen) -> Iterator[tuple[FakeVLLMServer, list[dict]]]:
-    """vLLM 'installed', a CUDA GPU 'present', and server launches answered by a fake server."""
+    """vLLM 'installed', a CUDA GPU 'present', the tiny model past ``auto``'s size floor, and server launches
+    answered by a fake server."""
     if "vllm" not in sys.modules:
         fake = types.ModuleType("vllm")
-        fake.__spec__ = importlib.machinery.ModuleSpec("vllm", None)
+        fake.__spec__ = importlib.machinery.ModuleSpec("vllm", None, origin="fake")
+        fake.__spec__.has_location = True  # an installed package, not a bare directory on the path
         monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(backends, "AUTO_VLLM_MIN_BYTES", 0)
     monkeypatch.setattr(inspect_vllm, "_vllm_servers", {})
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")

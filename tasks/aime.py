@@ -8,7 +8,59 @@ Run: ``inspect eval tasks/aime.py@aime2025 --model <model>`` (or ``mara_bench/ai
 
 from inspect_ai import Task, task
 
+from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
+
+AIME2025 = BenchmarkSpec(
+    name="aime2025",
+    hf_path="math-ai/aime25",
+    split="test",
+    revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
+    judge="math",
+    instruction="direct_math",
+    local_files=("aime2025/aime2025_test.jsonl",),
+)
+# Maxwell-Jia/AIME_2024 and ByteDance-Seed/BeyondAIME: no commit sha found; recorded at load time.
+AIME2024 = BenchmarkSpec(
+    name="aime2024",
+    hf_path="Maxwell-Jia/AIME_2024",
+    split="train",
+    judge="math",
+    instruction="direct_math",
+    local_files=("aime2024/aime2024_test.jsonl",),
+)
+BEYOND_AIME = BenchmarkSpec(
+    name="beyond_aime",
+    hf_path="ByteDance-Seed/BeyondAIME",
+    split="test",
+    judge="math",
+    instruction="direct_math",
+    local_files=("beyond_aime/beyond_aime.jsonl",),
+)
+
+DAPO_WRAPPER = (
+    "Solve the following math problem step by step. The last line of your response should be of the form "
+    "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n",
+    '\n\nRemember to put your answer on its own line after "Answer:".',
+)
+"""DAPO-Math-17k's instruction around every problem (BytedTsinghua-SIA/DAPO-Math-17k ``prompt``)."""
+
+# A training set only (its one split is "train"). MarsRL (seeds/001 §4.1, liushulinle/MarsRL) names no
+# training set; DAPO-Math-17k (the DAPO paper that seeds/001 cites for BeyondAIME) is the open math RL set
+# this benchmark offers for `task: {benchmark: dapo_math, judge: math, system: vc}`. open-r1's copy is the
+# original's distinct problems once each (the original repeats every problem); no commit sha found:
+# the revision read is recorded at load time.
+DAPO_MATH = BenchmarkSpec(
+    name="dapo_math",
+    hf_path="open-r1/DAPO-Math-17k-Processed",
+    hf_config="all",
+    split="train",
+    judge="math",
+    instruction="direct_math",
+    local_files=("dapo_math/train.parquet", "dapo_math/train.jsonl"),
+    source_names=("math_dapo",),
+    question_wrapper=DAPO_WRAPPER,
+)
 
 
 @task

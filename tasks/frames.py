@@ -7,7 +7,17 @@ Run: ``inspect eval tasks/frames.py@frames --model <model>`` (or ``mara_bench/fr
 
 from inspect_ai import Task, task
 
+from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
+
+# google/frames-benchmark: no commit sha found; recorded at load time.
+FRAMES = BenchmarkSpec(
+    name="frames",
+    hf_path="google/frames-benchmark",
+    split="test",
+    judge="equivalence",
+    local_files=("frames/frames_824.jsonl",),
+)
 
 
 @task

@@ -8,7 +8,83 @@ Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``) ``[-
 
 from inspect_ai import Task, task
 
+from harness.datasets.specs import BenchmarkSpec, flashrag_benchmark
 from harness.tasks import benchmark
+
+NQ = flashrag_benchmark(
+    "nq",
+    "nq",
+    "test",
+    ("nq/nq_open_test_full_3610.json", "nq/nq_test_1k_subsample.jsonl"),
+    ("nq",),
+    train_files=("nq/train.jsonl",),
+)
+TRIVIAQA = flashrag_benchmark(
+    "triviaqa",
+    "triviaqa",
+    "test",
+    ("triviaqa/triviaqa_test_1k_subsample.jsonl",),
+    ("tq", "triviaqa"),
+    train_files=("triviaqa/train.jsonl",),
+)
+POPQA = flashrag_benchmark("popqa", "popqa", "test", ("popqa/popqa_test_1k_subsample.jsonl",), ("popqa",))
+HOTPOTQA = flashrag_benchmark(
+    "hotpotqa",
+    "hotpotqa",
+    "dev",
+    ("hotpotqa/hotpotqa_dev_full_7405.json", "hotpotqa/hotpotqa_500.jsonl"),
+    ("hotpotqa",),
+    train_files=("hotpotqa/train.jsonl",),
+)
+TWOWIKI = flashrag_benchmark(
+    "twowiki",
+    "2wikimultihopqa",
+    "dev",
+    ("2wikimultihopqa/2wiki_dev_full_12576.json", "2wikimultihopqa/2wiki_500.jsonl"),
+    ("2wiki", "2wikimultihopqa"),
+    train_files=("2wikimultihopqa/train.jsonl",),
+)
+MUSIQUE = flashrag_benchmark(
+    "musique",
+    "musique",
+    "dev",
+    ("musique/musique_dev_full_2417.json", "musique/musique_500.jsonl"),
+    ("musique",),
+    train_files=("musique/train.jsonl",),
+)
+BAMBOOGLE = flashrag_benchmark(
+    "bamboogle",
+    "bamboogle",
+    "test",
+    ("bamboogle/bamboogle_test.jsonl", "bamboogle/bamboogle_r1searcher.jsonl"),
+    ("bamboogle",),
+)
+AMBIGQA = flashrag_benchmark(
+    "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")
+)
+# MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
+# questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
+PUBMEDQA = BenchmarkSpec(
+    name="pubmedqa",
+    hf_path="qiaojin/PubMedQA",
+    hf_config="pqa_labeled",
+    split="train",
+    judge="lexical",
+    instruction="direct_qa",
+    question_template="direct_qa_user",
+    local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
+)
+# MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 250 sampled): CUPCase's 3,562 case reports, its
+# only split "test", gold the free-text diagnosis, asked with the CUPCase paper's free-text prompt and judged
+# as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
+CUPCASE = BenchmarkSpec(
+    name="cupcase",
+    hf_path="ofir408/CupCase",
+    split="test",
+    judge="hle",
+    local_files=("cupcase/test-00000-of-00001.parquet", "cupcase/test.jsonl"),
+    question_frame="cupcase_free_text",
+)
 
 
 @task

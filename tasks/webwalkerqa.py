@@ -7,7 +7,17 @@ Run: ``inspect eval tasks/webwalkerqa.py@webwalkerqa --model <model>`` (or ``mar
 
 from inspect_ai import Task, task
 
+from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
+
+# callanwu/WebWalkerQA: no commit sha found; recorded at load time.
+WEBWALKERQA = BenchmarkSpec(
+    name="webwalkerqa",
+    hf_path="callanwu/WebWalkerQA",
+    split="main",
+    judge="equivalence",
+    local_files=("webwalkerqa/webwalkerqa_test_680.json",),
+)
 
 
 @task

@@ -8,6 +8,7 @@ Run: ``inspect eval tasks/aime.py@aime2025 --model <model>`` (or ``mara_bench/ai
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import AIME2024_HF, BEYOND_AIME_MARSRL, PROBLEM_ANSWER, VERL_PARQUET
 from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
 
@@ -17,6 +18,7 @@ AIME2025 = BenchmarkSpec(
     split="test",
     revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
     judge="math",
+    row_formats=(PROBLEM_ANSWER,),
     instruction="direct_math",
     local_files=("aime2025/aime2025_test.jsonl",),
 )
@@ -26,6 +28,7 @@ AIME2024 = BenchmarkSpec(
     hf_path="Maxwell-Jia/AIME_2024",
     split="train",
     judge="math",
+    row_formats=(AIME2024_HF, PROBLEM_ANSWER),
     instruction="direct_math",
     local_files=("aime2024/aime2024_test.jsonl",),
 )
@@ -34,6 +37,7 @@ BEYOND_AIME = BenchmarkSpec(
     hf_path="ByteDance-Seed/BeyondAIME",
     split="test",
     judge="math",
+    row_formats=(PROBLEM_ANSWER, BEYOND_AIME_MARSRL),
     instruction="direct_math",
     local_files=("beyond_aime/beyond_aime.jsonl",),
 )
@@ -56,6 +60,7 @@ DAPO_MATH = BenchmarkSpec(
     hf_config="all",
     split="train",
     judge="math",
+    row_formats=(VERL_PARQUET,),
     instruction="direct_math",
     local_files=("dapo_math/train.parquet", "dapo_math/train.jsonl"),
     source_names=("math_dapo",),

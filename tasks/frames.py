@@ -7,6 +7,7 @@ Run: ``inspect eval tasks/frames.py@frames --model <model>`` (or ``mara_bench/fr
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import FRAMES_HF, QUESTION_ANSWER
 from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
 
@@ -16,6 +17,7 @@ FRAMES = BenchmarkSpec(
     hf_path="google/frames-benchmark",
     split="test",
     judge="equivalence",
+    row_formats=(FRAMES_HF, QUESTION_ANSWER),
     local_files=("frames/frames_824.jsonl",),
 )
 

@@ -7,6 +7,7 @@ Run: ``inspect eval tasks/gaia.py@gaia --model <model>`` (or ``mara_bench/gaia``
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import GAIA, WEBTHINKER
 from harness.datasets.specs import BenchmarkSpec, in_gaia_text_103, text_only
 from harness.tasks import benchmark
 
@@ -18,6 +19,7 @@ GAIA = BenchmarkSpec(
     revision="682dd723ee1e1697e00360edccf2366dc8418dd9",
     gated=True,
     judge="gaia",
+    row_formats=(GAIA, WEBTHINKER),
     instruction="direct_gaia",
     local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
     row_filter=text_only("file_name"),

@@ -7,6 +7,7 @@ Run: ``inspect eval tasks/hle.py@hle --model <model>`` (or ``mara_bench/hle``) `
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
 from harness.datasets.specs import BenchmarkSpec, text_only
 from harness.tasks import benchmark
 
@@ -17,6 +18,7 @@ HLE = BenchmarkSpec(
     revision="5a81a4c7271a2a2a312b9a690f0c2fde837e4c29",
     gated=True,
     judge="hle",
+    row_formats=(QUESTION_ANSWER, WEBTHINKER),
     instruction="direct_hle",  # the official code's one SYSTEM_PROMPT for every question type
     local_files=("hle/hle_text_500_webthinker.json",),
     row_filter=text_only("image"),

@@ -8,6 +8,7 @@ Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``) ``[-
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import CUPCASE_HF, PUBMEDQA_HF
 from harness.datasets.specs import BenchmarkSpec, flashrag_benchmark
 from harness.tasks import benchmark
 
@@ -70,6 +71,7 @@ PUBMEDQA = BenchmarkSpec(
     hf_config="pqa_labeled",
     split="train",
     judge="lexical",
+    row_formats=(PUBMEDQA_HF,),
     instruction="direct_qa",
     question_template="direct_qa_user",
     local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
@@ -82,6 +84,7 @@ CUPCASE = BenchmarkSpec(
     hf_path="ofir408/CupCase",
     split="test",
     judge="hle",
+    row_formats=(CUPCASE_HF,),
     local_files=("cupcase/test-00000-of-00001.parquet", "cupcase/test.jsonl"),
     question_frame="cupcase_free_text",
 )

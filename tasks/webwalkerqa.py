@@ -7,6 +7,7 @@ Run: ``inspect eval tasks/webwalkerqa.py@webwalkerqa --model <model>`` (or ``mar
 
 from inspect_ai import Task, task
 
+from harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
 from harness.datasets.specs import BenchmarkSpec
 from harness.tasks import benchmark
 
@@ -16,6 +17,7 @@ WEBWALKERQA = BenchmarkSpec(
     hf_path="callanwu/WebWalkerQA",
     split="main",
     judge="equivalence",
+    row_formats=(QUESTION_ANSWER, WEBTHINKER),
     local_files=("webwalkerqa/webwalkerqa_test_680.json",),
 )
 

@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from harness.datasets.formats import FLASHRAG, QUESTION_ANSWER, VERL_PARQUET, RowFormat
 from judges.named import lookup
 
 RowFilter = Callable[[Mapping[str, Any]], bool]
@@ -59,6 +60,9 @@ class BenchmarkSpec:
     hf_path: str
     split: str
     judge: str
+    row_formats: tuple[RowFormat, ...]
+    """The formats its sources come in: the Hugging Face original's first, then its local copies' (FlashRAG's
+    jsonl, WebThinker's json, ...); a file in none of them is refused, naming these."""
     local_files: tuple[str, ...]
     """Candidate files inside a data folder (``<folder>/<benchmark dir>/<file>``), preferred first."""
     hf_config: str | None = None
@@ -121,6 +125,7 @@ def flashrag_benchmark(
         hf_config=config,
         split=split,
         judge="lexical",
+        row_formats=(FLASHRAG, QUESTION_ANSWER, VERL_PARQUET),
         instruction="direct_qa",
         question_template="direct_qa_user",
         local_files=files,

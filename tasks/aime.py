@@ -1,9 +1,8 @@
 """AIME 2024, AIME 2025 and BeyondAIME, scored by final-answer matching (integers as integers); and DAPO-Math-17k,
 a math training set (``task.benchmark: dapo_math`` in a training recipe), scored the same way.
 
-Run: ``inspect eval tasks/aime.py@aime2025 --model <model>`` (or ``mara_bench/aime2025``) ``[-T system=direct]
-[-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
-[-T reducers=avg,pass@1,maj]``; any other ``-T`` option goes to the system. MarsRL's protocol: ``-T protocol=marsrl``.
+Run: ``inspect eval tasks/aime.py@aime2025 --model <model>`` (or ``mara_bench/aime2025``); ``mara tasks aime2025`` lists
+the parameters. MarsRL's protocol: ``-T protocol=marsrl``. Each task is its declaration (``BenchmarkSpec``) above it.
 """
 
 from inspect_ai import Task, task
@@ -14,6 +13,7 @@ from harness.tasks import benchmark
 
 AIME2025 = BenchmarkSpec(
     name="aime2025",
+    title="AIME 2025 I+II (30 problems)",
     hf_path="math-ai/aime25",
     split="test",
     revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
@@ -25,6 +25,7 @@ AIME2025 = BenchmarkSpec(
 # Maxwell-Jia/AIME_2024 and ByteDance-Seed/BeyondAIME: no commit sha found; recorded at load time.
 AIME2024 = BenchmarkSpec(
     name="aime2024",
+    title="AIME 2024 I+II (30 problems)",
     hf_path="Maxwell-Jia/AIME_2024",
     split="train",
     judge="math",
@@ -34,6 +35,7 @@ AIME2024 = BenchmarkSpec(
 )
 BEYOND_AIME = BenchmarkSpec(
     name="beyond_aime",
+    title="BeyondAIME (100 problems, answers up to 8 digits)",
     hf_path="ByteDance-Seed/BeyondAIME",
     split="test",
     judge="math",
@@ -56,6 +58,7 @@ DAPO_WRAPPER = (
 # the revision read is recorded at load time.
 DAPO_MATH = BenchmarkSpec(
     name="dapo_math",
+    title="DAPO-Math-17k (about 17k problems, integer answers), a training set: its one split is ``train``",
     hf_path="open-r1/DAPO-Math-17k-Processed",
     hf_config="all",
     split="train",
@@ -69,26 +72,20 @@ DAPO_MATH = BenchmarkSpec(
 
 
 @task
-@benchmark
-def aime2024() -> Task:
-    """AIME 2024 I+II (30 problems). Dataset: Maxwell-Jia/AIME_2024 · judge: math · protocol: default."""
+@benchmark(AIME2024)
+def aime2024() -> Task: ...
 
 
 @task
-@benchmark
-def aime2025() -> Task:
-    """AIME 2025 I+II (30 problems). Dataset: math-ai/aime25 · judge: math · protocol: default."""
+@benchmark(AIME2025)
+def aime2025() -> Task: ...
 
 
 @task
-@benchmark
-def beyond_aime() -> Task:
-    """BeyondAIME (100 problems, answers up to 8 digits). Dataset: ByteDance-Seed/BeyondAIME · judge: math ·
-    protocol: default."""
+@benchmark(BEYOND_AIME)
+def beyond_aime() -> Task: ...
 
 
 @task
-@benchmark
-def dapo_math() -> Task:
-    """DAPO-Math-17k (about 17k problems, integer answers), a training set: its one split is ``train``. Dataset:
-    open-r1/DAPO-Math-17k-Processed · judge: math · protocol: default."""
+@benchmark(DAPO_MATH)
+def dapo_math() -> Task: ...

@@ -1,8 +1,7 @@
 """GAIA-text: the 103 text-only GAIA 2023 validation questions (gated, never redistributed), quasi-exact match.
 
-Run: ``inspect eval tasks/gaia.py@gaia --model <model>`` (or ``mara_bench/gaia``) ``[-T system=direct]
-[-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
-[-T reducers=…]``; any other ``-T`` option goes to the system. MATPO's protocol: ``-T protocol=matpo``.
+Run: ``inspect eval tasks/gaia.py@gaia --model <model>`` (or ``mara_bench/gaia``); ``mara tasks gaia`` lists
+the parameters. MATPO's protocol: ``-T protocol=matpo``. Each task is its declaration (``BenchmarkSpec``) above it.
 """
 
 from inspect_ai import Task, task
@@ -13,6 +12,7 @@ from harness.tasks import benchmark
 
 GAIA = BenchmarkSpec(
     name="gaia",
+    title="GAIA-text (103 questions of the 2023_all validation split)",
     hf_path="gaia-benchmark/GAIA",
     hf_config="2023_all",
     split="validation",
@@ -28,7 +28,5 @@ GAIA = BenchmarkSpec(
 
 
 @task
-@benchmark
-def gaia() -> Task:
-    """GAIA-text (103 questions of the 2023_all validation split). Dataset: gaia-benchmark/GAIA · judge: gaia ·
-    protocol: default."""
+@benchmark(GAIA)
+def gaia() -> Task: ...

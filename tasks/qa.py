@@ -1,9 +1,8 @@
 """Open-domain QA sets in FlashRAG's versions and PubMedQA, scored by lexical EM / cover-EM / F1; CUPCase, scored
 by HLE's LLM judge (PubMedQA and CUPCase are MARS's medical training sets).
 
-Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``) ``[-T system=direct]
-[-T protocol=…] [-T judge=…] [-T data=<file or folder>|samples] [-T ids=…] [-T limit=N] [-T epochs=K]
-[-T reducers=…]``; any other ``-T`` option goes to the system. M-ASK's protocol: ``-T protocol=mask``.
+Run: ``inspect eval tasks/qa.py@nq --model <model>`` (or ``mara_bench/nq``); ``mara tasks nq`` lists
+the parameters. M-ASK's protocol: ``-T protocol=mask``. Each task is its declaration (``BenchmarkSpec``) above it.
 """
 
 from inspect_ai import Task, task
@@ -14,6 +13,7 @@ from harness.tasks import benchmark
 
 NQ = flashrag_benchmark(
     "nq",
+    "Natural Questions (open) test",
     "nq",
     "test",
     ("nq/nq_open_test_full_3610.json", "nq/nq_test_1k_subsample.jsonl"),
@@ -22,15 +22,19 @@ NQ = flashrag_benchmark(
 )
 TRIVIAQA = flashrag_benchmark(
     "triviaqa",
+    "TriviaQA test (FlashRAG: unfiltered dev)",
     "triviaqa",
     "test",
     ("triviaqa/triviaqa_test_1k_subsample.jsonl",),
     ("tq", "triviaqa"),
     train_files=("triviaqa/train.jsonl",),
 )
-POPQA = flashrag_benchmark("popqa", "popqa", "test", ("popqa/popqa_test_1k_subsample.jsonl",), ("popqa",))
+POPQA = flashrag_benchmark(
+    "popqa", "PopQA test", "popqa", "test", ("popqa/popqa_test_1k_subsample.jsonl",), ("popqa",)
+)
 HOTPOTQA = flashrag_benchmark(
     "hotpotqa",
+    "HotpotQA dev",
     "hotpotqa",
     "dev",
     ("hotpotqa/hotpotqa_dev_full_7405.json", "hotpotqa/hotpotqa_500.jsonl"),
@@ -39,6 +43,7 @@ HOTPOTQA = flashrag_benchmark(
 )
 TWOWIKI = flashrag_benchmark(
     "twowiki",
+    "2WikiMultiHopQA dev",
     "2wikimultihopqa",
     "dev",
     ("2wikimultihopqa/2wiki_dev_full_12576.json", "2wikimultihopqa/2wiki_500.jsonl"),
@@ -47,6 +52,7 @@ TWOWIKI = flashrag_benchmark(
 )
 MUSIQUE = flashrag_benchmark(
     "musique",
+    "MuSiQue-Ans dev",
     "musique",
     "dev",
     ("musique/musique_dev_full_2417.json", "musique/musique_500.jsonl"),
@@ -55,18 +61,25 @@ MUSIQUE = flashrag_benchmark(
 )
 BAMBOOGLE = flashrag_benchmark(
     "bamboogle",
+    "Bamboogle test (125)",
     "bamboogle",
     "test",
     ("bamboogle/bamboogle_test.jsonl", "bamboogle/bamboogle_r1searcher.jsonl"),
     ("bamboogle",),
 )
 AMBIGQA = flashrag_benchmark(
-    "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")
+    "ambigqa",
+    "AmbigQA dev",
+    "ambig_qa",
+    "dev",
+    ("ambigqa/ambigqa_dev_full_2002.json",),
+    ("ambigqa", "ambig_qa"),
 )
 # MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
 # questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
 PUBMEDQA = BenchmarkSpec(
     name="pubmedqa",
+    title="PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; its one split is ``train`` (MARS trains on it)",
     hf_path="qiaojin/PubMedQA",
     hf_config="pqa_labeled",
     split="train",
@@ -81,6 +94,7 @@ PUBMEDQA = BenchmarkSpec(
 # as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
 CUPCASE = BenchmarkSpec(
     name="cupcase",
+    title="CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt and judged as MARS rewards; its one split is ``test`` (MARS trains on it)",
     hf_path="ofir408/CupCase",
     split="test",
     judge="hle",
@@ -91,64 +105,50 @@ CUPCASE = BenchmarkSpec(
 
 
 @task
-@benchmark
-def nq() -> Task:
-    """Natural Questions (open) test. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(NQ)
+def nq() -> Task: ...
 
 
 @task
-@benchmark
-def triviaqa() -> Task:
-    """TriviaQA test (FlashRAG: unfiltered dev). Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical ·
-    protocol: default."""
+@benchmark(TRIVIAQA)
+def triviaqa() -> Task: ...
 
 
 @task
-@benchmark
-def popqa() -> Task:
-    """PopQA test. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(POPQA)
+def popqa() -> Task: ...
 
 
 @task
-@benchmark
-def hotpotqa() -> Task:
-    """HotpotQA dev. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(HOTPOTQA)
+def hotpotqa() -> Task: ...
 
 
 @task
-@benchmark
-def twowiki() -> Task:
-    """2WikiMultiHopQA dev. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(TWOWIKI)
+def twowiki() -> Task: ...
 
 
 @task
-@benchmark
-def musique() -> Task:
-    """MuSiQue-Ans dev. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(MUSIQUE)
+def musique() -> Task: ...
 
 
 @task
-@benchmark
-def bamboogle() -> Task:
-    """Bamboogle test (125). Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(BAMBOOGLE)
+def bamboogle() -> Task: ...
 
 
 @task
-@benchmark
-def ambigqa() -> Task:
-    """AmbigQA dev. Dataset: RUC-NLPIR/FlashRAG_datasets · judge: lexical · protocol: default."""
+@benchmark(AMBIGQA)
+def ambigqa() -> Task: ...
 
 
 @task
-@benchmark
-def pubmedqa() -> Task:
-    """PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; its one
-    split is ``train`` (MARS trains on it). Dataset: qiaojin/PubMedQA · judge: lexical · protocol: default."""
+@benchmark(PUBMEDQA)
+def pubmedqa() -> Task: ...
 
 
 @task
-@benchmark
-def cupcase() -> Task:
-    """CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt and judged as
-    MARS rewards; its one split is ``test`` (MARS trains on it). Dataset: ofir408/CupCase · judge: hle · protocol:
-    default."""
+@benchmark(CUPCASE)
+def cupcase() -> Task: ...

@@ -57,6 +57,8 @@ class BenchmarkSpec:
     """Everything the loader needs to know about one benchmark."""
 
     name: str
+    title: str
+    """What it is, in a line (the task's summary): ``AIME 2025 I+II (30 problems)``."""
     hf_path: str
     split: str
     judge: str
@@ -87,6 +89,8 @@ class BenchmarkSpec:
     question_wrapper: tuple[str, str] | None = None
     """The fixed text (prefix, suffix) the source wraps every question in -- its own answer-format instruction --
     removed where a question carries it, so the question goes out bare in the benchmark's own template."""
+    protocol: str = "default"
+    """The protocol its task runs under when ``-T protocol=`` is not given."""
     question_frame: str | None = None
     """The benchmark's official prompt around a row's question, a ``harness/prompts`` name with a ``{question}``
     field, applied when the row is read, so every system gets it (CUPCase's rows hold a bare case presentation;
@@ -109,6 +113,7 @@ class BenchmarkSpec:
 
 def flashrag_benchmark(
     name: str,
+    title: str,
     config: str,
     split: str,
     files: tuple[str, ...],
@@ -121,6 +126,7 @@ def flashrag_benchmark(
     # "Dataset and Base Model"), TriviaQA / HotpotQA / 2Wiki / MuSiQue (MARS's QA part, seeds/000 C.7).
     return BenchmarkSpec(
         name=name,
+        title=title,
         hf_path="RUC-NLPIR/FlashRAG_datasets",
         hf_config=config,
         split=split,

@@ -247,6 +247,7 @@ def test_a_file_in_another_benchmarks_format_is_refused_naming_the_declared_ones
 
 def test_hub_rows_are_read_in_the_declared_format_not_guessed(monkeypatch):
     webthinker_shaped = [{"Question": "q", "answer": "a", "id": "1"}]  # cais/hle's rows have "question"
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
     monkeypatch.setattr(loader, "hub_rows", lambda spec: webthinker_shaped)
     monkeypatch.setattr(loader, "resolved_revision", lambda spec: "sha")
     with pytest.raises(

@@ -58,7 +58,7 @@ DAPO_WRAPPER = (
 # the revision read is recorded at load time.
 DAPO_MATH = BenchmarkSpec(
     name="dapo_math",
-    title="DAPO-Math-17k (about 17k problems, integer answers), a training set: its one split is ``train``",
+    title="DAPO-Math-17k (about 17k problems, integer answers), a training set",
     hf_path="open-r1/DAPO-Math-17k-Processed",
     hf_config="all",
     split="train",

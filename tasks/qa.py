@@ -79,7 +79,8 @@ AMBIGQA = flashrag_benchmark(
 # questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
 PUBMEDQA = BenchmarkSpec(
     name="pubmedqa",
-    title="PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; its one split is ``train`` (MARS trains on it)",
+    title="PubMedQA expert-labelled questions (1,000; answers yes / no / maybe), asked without their abstract; "
+    "MARS trains on them",
     hf_path="qiaojin/PubMedQA",
     hf_config="pqa_labeled",
     split="train",
@@ -94,7 +95,8 @@ PUBMEDQA = BenchmarkSpec(
 # as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
 CUPCASE = BenchmarkSpec(
     name="cupcase",
-    title="CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt and judged as MARS rewards; its one split is ``test`` (MARS trains on it)",
+    title="CUPCase clinical case reports (3,562), asked for the diagnosis in its paper's free-text prompt; "
+    "MARS trains on them",
     hf_path="ofir408/CupCase",
     split="test",
     judge="hle",

@@ -1,7 +1,8 @@
 """WebWalkerQA (680 questions), judged by LLM answer equivalence.
 
-Run: ``inspect eval tasks/webwalkerqa.py@webwalkerqa --model <model>`` (or ``mara_bench/webwalkerqa``); ``mara tasks webwalkerqa`` lists
-the parameters. MATPO's protocol: ``-T protocol=matpo``. Each task is its declaration (``BenchmarkSpec``) above it.
+Run: ``inspect eval tasks/webwalkerqa.py@webwalkerqa --model <model>`` (or ``mara_bench/webwalkerqa``);
+``mara tasks webwalkerqa`` lists the parameters. MATPO's protocol: ``-T protocol=matpo``. Each task is its
+declaration (``BenchmarkSpec``) above it.
 """
 
 from inspect_ai import Task, task

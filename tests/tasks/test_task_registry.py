@@ -1,6 +1,6 @@
 """The tasks as an Inspect package: every benchmark is declared in a task file and is ``mara_bench/<task>`` with
-typed parameters and a docstring generated from its declaration; ``tasks/*.py`` are those same files; user paths resolve against the
-directory the command ran in, and a ``local/`` run records the checkpoint it resolved to."""
+typed parameters and a docstring generated from its declaration; ``tasks/*.py`` are those same files; user paths
+resolve against the directory the command ran in, and a ``local/`` run records the checkpoint it resolved to."""
 
 from __future__ import annotations
 

@@ -112,15 +112,17 @@ class BenchmarkSpec:
 
 
 def flashrag_benchmark(
+    *,
     name: str,
     title: str,
-    config: str,
+    hf_config: str,
     split: str,
-    files: tuple[str, ...],
-    sources: tuple[str, ...],
+    local_files: tuple[str, ...],
+    source_names: tuple[str, ...],
     train_files: tuple[str, ...] = (),
 ) -> BenchmarkSpec:
-    """A FlashRAG_datasets benchmark, judged lexically with the direct-QA instruction."""
+    """A RUC-NLPIR/FlashRAG_datasets benchmark: rows in FlashRAG's format (or ``question_answer``, or a mixed verl
+    file), the direct-QA instruction and user template, the lexical judge, the default protocol."""
     # FlashRAG_datasets publishes no release tags; the revision read is recorded at load time. Its ``train``
     # splits are the papers' training sets: NQ + HotpotQA (M-ASK, seeds/004 §4.1), MuSiQue (MATPO, seeds/002
     # "Dataset and Base Model"), TriviaQA / HotpotQA / 2Wiki / MuSiQue (MARS's QA part, seeds/000 C.7).
@@ -128,14 +130,14 @@ def flashrag_benchmark(
         name=name,
         title=title,
         hf_path="RUC-NLPIR/FlashRAG_datasets",
-        hf_config=config,
+        hf_config=hf_config,
         split=split,
         judge="lexical",
         row_formats=(FLASHRAG, QUESTION_ANSWER, VERL_PARQUET),
         instruction="direct_qa",
         question_template="direct_qa_user",
-        local_files=files,
-        source_names=sources,
+        local_files=local_files,
+        source_names=source_names,
         train_split="train" if train_files else None,
         train_files=train_files,
     )

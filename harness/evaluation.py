@@ -142,7 +142,9 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     system, judge_timeout = task.system, task.judge_timeout
     _check_option_names(system, system_options)
     spec = get_benchmark(benchmark)
-    chosen = get_protocol(task.protocol).with_overrides(epochs=task.epochs, reducers=task.reducers)
+    chosen = get_protocol(task.protocol or spec.protocol).with_overrides(
+        epochs=task.epochs, reducers=task.reducers
+    )
     judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, task.judge)
     if judge_timeout is not None:  # -T judge_timeout= (seconds per grader call) beats the protocol's
         if not judges.is_llm_judge(judge_name, **judge_options):

@@ -1,6 +1,7 @@
 """``mara tasks [NAME]``: what can be evaluated and how, read from the code itself.
 
-Without a name: every registered task, one line each. With a name: the task's description, its parameters (from
+Without a name: every registered task, one line each. With a name: the task's title and declaration (dataset,
+row formats, prompt, judge, default protocol), its parameters (from
 ``harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
 signature and the tool settings), the protocols and the judges.
 """
@@ -12,10 +13,11 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
-import re
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from harness.tasks import TASK_PARAMETERS, declaration_lines, type_name
 
 TASK_PACKAGE = "mara_bench"
 
@@ -39,14 +41,8 @@ def registered_tasks() -> dict[str, Callable[..., Any]]:
 
 
 def _summary(function: Callable[..., Any]) -> str:
-    return " ".join((inspect.getdoc(function) or "").split())
-
-
-def _type_name(annotation: Any) -> str:
-    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
-    text = text.replace("typing.", "").replace("NoneType", "None")
-    optional = re.fullmatch(r"Optional\[(.+)\]", text)
-    return f"{optional.group(1)} | None" if optional else text
+    """The docstring's first paragraph (the benchmark's title), on one line."""
+    return " ".join((inspect.getdoc(function) or "").split("\n\n")[0].split())
 
 
 def _default(value: Any) -> str:
@@ -65,9 +61,7 @@ def _table(rows: list[tuple[str, str, str, str]], indent: str = "  ") -> Iterato
 
 
 def _task_parameter_rows() -> list[tuple[str, str, str, str]]:
-    from harness.tasks import TASK_PARAMETERS
-
-    return [(p.name, _type_name(p.type), _default(p.default), p.metadata["help"]) for p in TASK_PARAMETERS]
+    return [(p.name, type_name(p.type), _default(p.default), p.metadata["help"]) for p in TASK_PARAMETERS]
 
 
 def _option_rows(run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
@@ -76,7 +70,7 @@ def _option_rows(run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
     hints = typing.get_type_hints(run)
     parameters = inspect.signature(run).parameters
     return [
-        (name, _type_name(hints[name]), _default(parameters[name].default), "") for name in option_names(run)
+        (name, type_name(hints[name]), _default(parameters[name].default), "") for name in option_names(run)
     ]
 
 
@@ -89,7 +83,7 @@ def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
         if field.name == "environ":
             continue
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
-        rows.append((field.name, _type_name(hints[field.name]), _default(default), ""))
+        rows.append((field.name, type_name(hints[field.name]), _default(default), ""))
     return rows
 
 
@@ -106,8 +100,11 @@ def describe_task(name: str) -> list[str]:
         raise SystemExit(
             f"mara tasks: no task {name!r}; {did_you_mean(name, tasks)}run `mara tasks` to list them"
         )
+    from harness.datasets import get_benchmark
+
     lines = [
         f"{name}: {_summary(tasks[name])}",
+        *(f"  {line}" for line in declaration_lines(get_benchmark(name))),
         f"  run: inspect eval {TASK_PACKAGE}/{name} --model <model>",
         "",
     ]

@@ -1,28 +1,34 @@
-"""``@benchmark``: turns a task file's named, documented stub into the benchmark's Inspect task function.
+"""``@benchmark(SPEC)``: turns a task file's declaration into the benchmark's Inspect task function.
+
+    AIME2025 = BenchmarkSpec(name="aime2025", title=..., hf_path="math-ai/aime25", ..., judge="math")
 
     @task
-    @benchmark
-    def aime2025() -> Task:
-        \"\"\"AIME 2025 I+II (30 problems). Dataset: math-ai/aime25 · judge: math · protocol: default.\"\"\"
+    @benchmark(AIME2025)
+    def aime2025() -> Task: ...
 
-The stub's name is the benchmark's name (``harness.datasets.specs``) and its docstring is the line a reader sees.
-``TaskArguments`` is the one declaration of the parameters every task takes (``-T name=value``): the task
-function's signature is built from it (so Inspect and ``mara tasks`` show them with their types and defaults), and
-``harness.evaluation.benchmark_task`` reads its arguments through it. Any other ``-T`` option is a system option.
-Everything is assembled by ``benchmark_task``, imported when a task is created: registering the tasks
-(``harness._registry``) loads nothing heavy.
+The declaration is the one source of truth: the loader, ``mara tasks``, a training recipe's ``task.benchmark`` and
+the leaderboards read it (``harness.datasets.BENCHMARKS`` collects the task files' declarations), and the task's
+docstring is generated from it (``task_docstring``). ``TaskArguments`` is the one declaration of the parameters
+every task takes (``-T name=value``): the task function's signature and the docstring's parameter listing are built
+from it, and ``harness.evaluation.benchmark_task`` reads its arguments through it. Any other ``-T`` option is a
+system option. Everything is assembled by ``benchmark_task``, imported when a task is created: registering the
+tasks (``harness._registry``) loads nothing heavy.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai import Task
 
-SHOWN_ATTRIBUTES = ("__module__", "__name__", "__qualname__", "__doc__")
+if TYPE_CHECKING:
+    from harness.datasets.specs import BenchmarkSpec
+
+SHOWN_ATTRIBUTES = ("__module__", "__name__", "__qualname__")
 SYSTEM_OPTIONS = "system_options"
 """The name of the task function's ``**`` parameter: every ``-T`` option that is not a task parameter."""
 
@@ -96,16 +102,68 @@ def _signature() -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation="Task")
 
 
-def benchmark(stub: Callable[[], Any]) -> Callable[..., Task]:
-    """The task function of benchmark ``stub.__name__``, named and documented as ``stub``."""
-    name = stub.__name__
+def type_name(annotation: Any) -> str:
+    """``str | None`` for a parameter's annotation, as a reader writes it."""
+    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    text = text.replace("typing.", "").replace("NoneType", "None")
+    optional = re.fullmatch(r"Optional\[(.+)\]", text)
+    return f"{optional.group(1)} | None" if optional else text
 
-    def task_function(**arguments: Any) -> Task:
-        from harness.evaluation import benchmark_task
 
-        return benchmark_task(name, **arguments)
+def declaration_lines(spec: BenchmarkSpec) -> list[str]:
+    """What the benchmark is, where its rows come from and how they are asked and judged, one fact a line."""
+    config = f"{spec.hf_config}/" if spec.hf_config else ""
+    revision = spec.revision or "not pinned (the revision read is recorded at load time)"
+    prompts = [
+        f"{role}: {name}"
+        for role, name in (
+            ("instruction", spec.instruction),
+            ("question template", spec.question_template),
+            ("question frame", spec.question_frame),
+        )
+        if name is not None
+    ]
+    return [
+        f"Dataset: {spec.hf_path} ({config}{spec.split}){' (gated)' if spec.gated else ''} · revision: {revision}",
+        f"Row formats: {', '.join(row_format.name for row_format in spec.row_formats)}",
+        f"Prompt: {' · '.join(prompts) if prompts else 'the question as it is'}",
+        f"Judge: {spec.judge} · protocol: {spec.protocol}",
+    ]
 
-    for attribute in SHOWN_ATTRIBUTES:  # not functools.wraps: its __wrapped__ would hide this signature
-        setattr(task_function, attribute, getattr(stub, attribute))
-    task_function.__signature__ = _signature()  # type: ignore[attr-defined]
-    return task_function
+
+def task_docstring(spec: BenchmarkSpec) -> str:
+    """The task's docstring: its title, its declaration and its parameters, all read from the code."""
+    parameters = [
+        f"  {p.name}: {type_name(p.type)} = {p.default!r} -- {p.metadata['help']}" for p in TASK_PARAMETERS
+    ]
+    return "\n".join(
+        [
+            f"{spec.title}.",
+            "",
+            *declaration_lines(spec),
+            "",
+            "Parameters (-T name=value; any other name is an option of the system):",
+            *parameters,
+        ]
+    )
+
+
+def benchmark(spec: BenchmarkSpec) -> Callable[[Callable[[], Any]], Callable[..., Task]]:
+    """The decorator making stub ``def <spec.name>() -> Task: ...`` the task function of the benchmark ``spec``."""
+
+    def task_of(stub: Callable[[], Any]) -> Callable[..., Task]:
+        if stub.__name__ != spec.name:
+            raise ValueError(f"task {stub.__name__!r} declares benchmark {spec.name!r}: name them alike")
+
+        def task_function(**arguments: Any) -> Task:
+            from harness.evaluation import benchmark_task
+
+            return benchmark_task(spec.name, **arguments)
+
+        for attribute in SHOWN_ATTRIBUTES:  # not functools.wraps: its __wrapped__ would hide this signature
+            setattr(task_function, attribute, getattr(stub, attribute))
+        task_function.__doc__ = task_docstring(spec)
+        task_function.__signature__ = _signature()  # type: ignore[attr-defined]
+        return task_function
+
+    return task_of

@@ -1,5 +1,6 @@
-"""Benchmark datasets: one spec per benchmark (``specs``), the row formats of its sources (``formats``), and the
-loader (``loader.load_benchmark``) that reads a local file or folder, the Hugging Face Hub, or the bundled samples.
+"""Benchmark datasets: what a benchmark is (``specs``; each is declared in its task file, ``tasks/*.py``), the row
+formats of its sources (``formats``), and the loader (``loader.load_benchmark``) that reads a local file or folder,
+the Hugging Face Hub, or the bundled samples.
 """
 
 from harness.datasets.files import MissingDataError

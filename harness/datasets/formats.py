@@ -2,9 +2,10 @@
 
 Each source format (FlashRAG jsonl, R1-Searcher jsonl, ``{question, answer[list]}`` json, WebThinker HLE json, the
 AIME/BeyondAIME copies, FRAMES, WebWalkerQA, GAIA, PubMedQA, CUPCase, verl parquet, and the Hugging Face originals)
-is a ``RowFormat``: which key holds the question, which the gold answer(s), which the id, which carry metadata. A
-file's format is recognised from its first row; every row is then read with that format, and a row missing a field
-fails with the file, the row number and the field.
+is a ``RowFormat``: which key holds the question, which the gold answer(s), which the id, which carry metadata.
+Each benchmark declares its formats (``BenchmarkSpec.row_formats``, in its task file): the Hugging Face original's
+first, which the hub rows are read in; a file is read in the declared format its first row fits. A row missing a
+field fails with the file, the row number and the field.
 """
 
 from __future__ import annotations
@@ -47,71 +48,93 @@ class RowFormat:
 
 _VERL_ANSWER_SEPARATOR = "<|answer_split|>"
 
-ROW_FORMATS: tuple[RowFormat, ...] = (
-    RowFormat(
-        "verl_parquet",
-        question="prompt",
-        answer="reward_model.ground_truth",
-        ids=("extra_info.index",),
-        metadata=("data_source",),
-        answer_separator=_VERL_ANSWER_SEPARATOR,
-        source="data_source",
-    ),
-    RowFormat(
-        "gaia", question="Question", answer="Final answer", ids=("task_id",), metadata=("Level", "file_name")
-    ),
-    RowFormat(
-        "flashrag", question="question", answer="golden_answers", ids=("id",), metadata=("metadata.type",)
-    ),
-    RowFormat("beyond_aime_marsrl", question="query", answer="ans_box", ids=("qid",), metadata=("source",)),
-    RowFormat("aime2024_hf", question="Problem", answer="Answer", ids=("ID",)),
-    RowFormat(
-        "frames_hf", question="Prompt", answer="Answer", ids=("Unnamed: 0",), metadata=("reasoning_types",)
-    ),
-    RowFormat(
-        "webthinker",
-        question="Question",
-        answer="answer",
-        ids=("task_id", "id"),
-        metadata=(
-            "answer_type",
-            "category",
-            "raw_subject",
-            "Level",
-            "domain",
-            "type",
-            "difficulty_level",
-            "lang",
-        ),
-    ),
-    RowFormat("problem_answer", question="problem", answer="answer", ids=("id",), metadata=("url",)),
-    RowFormat("pubmedqa_hf", question="question", answer="final_decision", ids=("pubid",)),
-    RowFormat(
-        "cupcase_hf",
-        question="clean_case_presentation",
-        answer="correct_diagnosis",
-        ids=("case_id", "id"),
-        metadata=("distractor1", "distractor2", "distractor3"),
-    ),
-    RowFormat(
-        "question_answer",
-        question="question",
-        answer="answer",
-        ids=("id", "idx"),
-        metadata=("answer_type", "category", "raw_subject"),
+VERL_PARQUET = RowFormat(
+    "verl_parquet",
+    question="prompt",
+    answer="reward_model.ground_truth",
+    ids=("extra_info.index",),
+    metadata=("data_source",),
+    answer_separator=_VERL_ANSWER_SEPARATOR,
+    source="data_source",
+)
+GAIA = RowFormat(
+    "gaia", question="Question", answer="Final answer", ids=("task_id",), metadata=("Level", "file_name")
+)
+FLASHRAG = RowFormat(
+    "flashrag", question="question", answer="golden_answers", ids=("id",), metadata=("metadata.type",)
+)
+BEYOND_AIME_MARSRL = RowFormat(
+    "beyond_aime_marsrl", question="query", answer="ans_box", ids=("qid",), metadata=("source",)
+)
+AIME2024_HF = RowFormat("aime2024_hf", question="Problem", answer="Answer", ids=("ID",))
+FRAMES_HF = RowFormat(
+    "frames_hf", question="Prompt", answer="Answer", ids=("Unnamed: 0",), metadata=("reasoning_types",)
+)
+WEBTHINKER = RowFormat(
+    "webthinker",
+    question="Question",
+    answer="answer",
+    ids=("task_id", "id"),
+    metadata=(
+        "answer_type",
+        "category",
+        "raw_subject",
+        "Level",
+        "domain",
+        "type",
+        "difficulty_level",
+        "lang",
     ),
 )
-"""Most specific first: the first format whose question and answer keys a row has is the file's format."""
+PROBLEM_ANSWER = RowFormat(
+    "problem_answer", question="problem", answer="answer", ids=("id",), metadata=("url",)
+)
+PUBMEDQA_HF = RowFormat("pubmedqa_hf", question="question", answer="final_decision", ids=("pubid",))
+CUPCASE_HF = RowFormat(
+    "cupcase_hf",
+    question="clean_case_presentation",
+    answer="correct_diagnosis",
+    ids=("case_id", "id"),
+    metadata=("distractor1", "distractor2", "distractor3"),
+)
+QUESTION_ANSWER = RowFormat(
+    "question_answer",
+    question="question",
+    answer="answer",
+    ids=("id", "idx"),
+    metadata=("answer_type", "category", "raw_subject"),
+)
+
+ROW_FORMATS: tuple[RowFormat, ...] = (
+    VERL_PARQUET,
+    GAIA,
+    FLASHRAG,
+    BEYOND_AIME_MARSRL,
+    AIME2024_HF,
+    FRAMES_HF,
+    WEBTHINKER,
+    PROBLEM_ANSWER,
+    PUBMEDQA_HF,
+    CUPCASE_HF,
+    QUESTION_ANSWER,
+)
+"""Every format, most specific first: a file is read in the first of its benchmark's formats that its row fits."""
 
 
-def detect_format(row: Mapping[str, Any], origin: str) -> RowFormat:
-    """The format of a file whose first row is ``row``."""
+def file_format(
+    row: Mapping[str, Any], declared: Sequence[RowFormat], origin: str, benchmark: str
+) -> RowFormat:
+    """The format, of the ``declared`` ones, of a file whose first row is ``row``; most specific first (two
+    declared formats a row could fit -- FlashRAG's and ``question_answer`` -- are told apart by the stricter)."""
     for row_format in ROW_FORMATS:
-        if row_format.matches(row):
+        if row_format in declared and row_format.matches(row):
             return row_format
-    known = "; ".join(f"{f.name}: {f.question!r} + {f.answer!r}" for f in ROW_FORMATS)
+    known = "; ".join(f"{f.name}: {f.question!r} + {f.answer!r}" for f in declared)
     raise MalformedRowError(
-        origin, 1, "question/answer", f"not found: the row has keys {sorted(row)}; known formats are {known}"
+        origin,
+        1,
+        "question/answer",
+        f"not found: the row has keys {sorted(row)}; {benchmark}'s known formats are {known}",
     )
 
 

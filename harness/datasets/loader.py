@@ -30,7 +30,7 @@ from harness.datasets.files import (
     read_rows,
 )
 from harness.datasets.fingerprints import check_belongs
-from harness.datasets.formats import MalformedRowError, detect_format, record_to_sample, row_source
+from harness.datasets.formats import MalformedRowError, RowFormat, file_format, record_to_sample, row_source
 from harness.datasets.hub import hub_rows, resolved_revision
 from harness.datasets.specs import (
     INSTRUCTION_KEY,
@@ -111,14 +111,21 @@ def _frame_question(sample: Sample, spec: BenchmarkSpec) -> None:
 
 
 def _samples_from_rows(
-    rows: list[Any], *, spec: BenchmarkSpec, origin: str, filters: Sequence[RowFilter]
+    rows: list[Any],
+    *,
+    spec: BenchmarkSpec,
+    origin: str,
+    filters: Sequence[RowFilter],
+    row_format: RowFormat | None,
 ) -> tuple[list[Sample], int]:
-    """Samples of the rows belonging to ``spec`` (and passing ``filters``), plus the count before filtering."""
+    """Samples of the rows belonging to ``spec`` (and passing ``filters``), plus the count before filtering; the
+    rows are in ``row_format``, or (``None``, a file) in the one of the spec's formats the first row fits."""
     if not rows:
         raise MalformedRowError(origin, 1, "(file)", "has no rows")
     if not isinstance(rows[0], Mapping):
         raise MalformedRowError(origin, 1, "(row)", f"is a {type(rows[0]).__name__}, expected an object")
-    row_format = detect_format(rows[0], origin)
+    if row_format is None:
+        row_format = file_format(rows[0], spec.row_formats, origin, spec.name)
     samples: list[Sample] = []
     first_row_of_id: dict[str, int] = {}
     sources_seen: set[str] = set()
@@ -237,6 +244,7 @@ def load_benchmark(
     spec = get_benchmark(benchmark).for_split(split)
     wanted = parse_ids(ids)
     chosen = _local_location(spec, data, data_file)
+    hub_format: RowFormat | None = None
     if chosen is not None:
         origin, rows, sha256 = str(chosen.path), read_rows(chosen.path), file_sha256(chosen.path)
         check_belongs(spec.name, chosen.path, rows, sha256, force_data)
@@ -254,6 +262,7 @@ def load_benchmark(
         source = {"source": "samples", "path": str(path), "sha256": file_sha256(path)}
     else:
         origin, rows = f"{spec.hf_path} ({spec.hf_config or 'default'}/{spec.split})", hub_rows(spec)
+        hub_format = spec.row_formats[0]
         source = {
             "source": "huggingface",
             "hf_path": spec.hf_path,
@@ -265,7 +274,9 @@ def load_benchmark(
         spec.subset if spec.subset and any(isinstance(r, Mapping) and spec.subset(r) for r in rows) else None
     )
     filters = [keep for keep in (spec.row_filter, subset) if keep is not None]
-    samples, rows_read = _samples_from_rows(rows, spec=spec, origin=origin, filters=filters)
+    samples, rows_read = _samples_from_rows(
+        rows, spec=spec, origin=origin, filters=filters, row_format=hub_format
+    )
     selected = _select(samples, wanted, limit, origin)
     provenance = {
         "benchmark": spec.name,

@@ -1,5 +1,6 @@
-"""One spec per benchmark: where it lives on Hugging Face (id, config, split, pinned revision), which local files
-hold it, which rows belong to it, and the judge that scores it by default.
+"""What a benchmark is (``BenchmarkSpec``): where it lives on Hugging Face (id, config, split, pinned revision),
+which local files hold it, which rows belong to it, and the judge that scores it by default. The specs themselves
+are declared in the task files (``tasks/*.py``); ``BENCHMARKS`` collects them.
 
 Revisions: a real commit sha where one could be found; ``None`` otherwise, in which case the loader resolves the
 revision it actually read at load time and records it in the log's task metadata.
@@ -7,12 +8,15 @@ revision it actually read at load time and records it in the log's task metadata
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from harness.datasets.formats import FLASHRAG, QUESTION_ANSWER, VERL_PARQUET, RowFormat
 from judges.named import lookup
 
 RowFilter = Callable[[Mapping[str, Any]], bool]
@@ -53,9 +57,14 @@ class BenchmarkSpec:
     """Everything the loader needs to know about one benchmark."""
 
     name: str
+    title: str
+    """What it is, in a line (the task's summary): ``AIME 2025 I+II (30 problems)``."""
     hf_path: str
     split: str
     judge: str
+    row_formats: tuple[RowFormat, ...]
+    """The formats its sources come in: the Hugging Face original's first, then its local copies' (FlashRAG's
+    jsonl, WebThinker's json, ...); a file in none of them is refused, naming these."""
     local_files: tuple[str, ...]
     """Candidate files inside a data folder (``<folder>/<benchmark dir>/<file>``), preferred first."""
     hf_config: str | None = None
@@ -80,6 +89,8 @@ class BenchmarkSpec:
     question_wrapper: tuple[str, str] | None = None
     """The fixed text (prefix, suffix) the source wraps every question in -- its own answer-format instruction --
     removed where a question carries it, so the question goes out bare in the benchmark's own template."""
+    protocol: str = "default"
+    """The protocol its task runs under when ``-T protocol=`` is not given."""
     question_frame: str | None = None
     """The benchmark's official prompt around a row's question, a ``harness/prompts`` name with a ``{question}``
     field, applied when the row is read, so every system gets it (CUPCase's rows hold a bare case presentation;
@@ -100,202 +111,74 @@ class BenchmarkSpec:
         return f"https://huggingface.co/datasets/{self.hf_path}"
 
 
-_FLASHRAG = "RUC-NLPIR/FlashRAG_datasets"
-
-DAPO_WRAPPER = (
-    "Solve the following math problem step by step. The last line of your response should be of the form "
-    "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n",
-    '\n\nRemember to put your answer on its own line after "Answer:".',
-)
-"""DAPO-Math-17k's instruction around every problem (BytedTsinghua-SIA/DAPO-Math-17k ``prompt``)."""
-
-
-def _flashrag(
+def flashrag_benchmark(
+    *,
     name: str,
-    config: str,
+    title: str,
+    hf_config: str,
     split: str,
-    files: tuple[str, ...],
-    sources: tuple[str, ...],
+    local_files: tuple[str, ...],
+    source_names: tuple[str, ...],
     train_files: tuple[str, ...] = (),
 ) -> BenchmarkSpec:
+    """A RUC-NLPIR/FlashRAG_datasets benchmark: rows in FlashRAG's format (or ``question_answer``, or a mixed verl
+    file), the direct-QA instruction and user template, the lexical judge, the default protocol."""
     # FlashRAG_datasets publishes no release tags; the revision read is recorded at load time. Its ``train``
     # splits are the papers' training sets: NQ + HotpotQA (M-ASK, seeds/004 §4.1), MuSiQue (MATPO, seeds/002
     # "Dataset and Base Model"), TriviaQA / HotpotQA / 2Wiki / MuSiQue (MARS's QA part, seeds/000 C.7).
     return BenchmarkSpec(
         name=name,
-        hf_path=_FLASHRAG,
-        hf_config=config,
+        title=title,
+        hf_path="RUC-NLPIR/FlashRAG_datasets",
+        hf_config=hf_config,
         split=split,
         judge="lexical",
+        row_formats=(FLASHRAG, QUESTION_ANSWER, VERL_PARQUET),
         instruction="direct_qa",
         question_template="direct_qa_user",
-        local_files=files,
-        source_names=sources,
+        local_files=local_files,
+        source_names=source_names,
         train_split="train" if train_files else None,
         train_files=train_files,
     )
 
 
-BENCHMARKS: dict[str, BenchmarkSpec] = {
-    spec.name: spec
-    for spec in (
-        BenchmarkSpec(
-            name="hle",
-            hf_path="cais/hle",
-            split="test",
-            revision="5a81a4c7271a2a2a312b9a690f0c2fde837e4c29",
-            gated=True,
-            judge="hle",
-            instruction="direct_hle",  # the official code's one SYSTEM_PROMPT for every question type
-            local_files=("hle/hle_text_500_webthinker.json",),
-            row_filter=text_only("image"),
-        ),
-        BenchmarkSpec(
-            name="aime2025",
-            hf_path="math-ai/aime25",
-            split="test",
-            revision="563bb8404243c5f09de6ec262f2db674fe5bce9b",
-            judge="math",
-            instruction="direct_math",
-            local_files=("aime2025/aime2025_test.jsonl",),
-        ),
-        # Maxwell-Jia/AIME_2024 and ByteDance-Seed/BeyondAIME: no commit sha found; recorded at load time.
-        BenchmarkSpec(
-            name="aime2024",
-            hf_path="Maxwell-Jia/AIME_2024",
-            split="train",
-            judge="math",
-            instruction="direct_math",
-            local_files=("aime2024/aime2024_test.jsonl",),
-        ),
-        BenchmarkSpec(
-            name="beyond_aime",
-            hf_path="ByteDance-Seed/BeyondAIME",
-            split="test",
-            judge="math",
-            instruction="direct_math",
-            local_files=("beyond_aime/beyond_aime.jsonl",),
-        ),
-        BenchmarkSpec(
-            name="gaia",
-            hf_path="gaia-benchmark/GAIA",
-            hf_config="2023_all",
-            split="validation",
-            revision="682dd723ee1e1697e00360edccf2366dc8418dd9",
-            gated=True,
-            judge="gaia",
-            instruction="direct_gaia",
-            local_files=("gaia/dev.json", "gaia/metadata.jsonl", "2023/validation/metadata.parquet"),
-            row_filter=text_only("file_name"),
-            subset=in_gaia_text_103,
-        ),
-        # A training set only (its one split is "train"). MarsRL (seeds/001 §4.1, liushulinle/MarsRL) names no
-        # training set; DAPO-Math-17k (the DAPO paper that seeds/001 cites for BeyondAIME) is the open math RL set
-        # this benchmark offers for `task: {benchmark: dapo_math, judge: math, system: vc}`. open-r1's copy is the
-        # original's distinct problems once each (the original repeats every problem); no commit sha found:
-        # the revision read is recorded at load time.
-        BenchmarkSpec(
-            name="dapo_math",
-            hf_path="open-r1/DAPO-Math-17k-Processed",
-            hf_config="all",
-            split="train",
-            judge="math",
-            instruction="direct_math",
-            local_files=("dapo_math/train.parquet", "dapo_math/train.jsonl"),
-            source_names=("math_dapo",),
-            question_wrapper=DAPO_WRAPPER,
-        ),
-        # callanwu/WebWalkerQA and google/frames-benchmark: no commit sha found; recorded at load time.
-        BenchmarkSpec(
-            name="webwalkerqa",
-            hf_path="callanwu/WebWalkerQA",
-            split="main",
-            judge="equivalence",
-            local_files=("webwalkerqa/webwalkerqa_test_680.json",),
-        ),
-        BenchmarkSpec(
-            name="frames",
-            hf_path="google/frames-benchmark",
-            split="test",
-            judge="equivalence",
-            local_files=("frames/frames_824.jsonl",),
-        ),
-        _flashrag(
-            "nq",
-            "nq",
-            "test",
-            ("nq/nq_open_test_full_3610.json", "nq/nq_test_1k_subsample.jsonl"),
-            ("nq",),
-            train_files=("nq/train.jsonl",),
-        ),
-        _flashrag(
-            "triviaqa",
-            "triviaqa",
-            "test",
-            ("triviaqa/triviaqa_test_1k_subsample.jsonl",),
-            ("tq", "triviaqa"),
-            train_files=("triviaqa/train.jsonl",),
-        ),
-        _flashrag("popqa", "popqa", "test", ("popqa/popqa_test_1k_subsample.jsonl",), ("popqa",)),
-        _flashrag(
-            "hotpotqa",
-            "hotpotqa",
-            "dev",
-            ("hotpotqa/hotpotqa_dev_full_7405.json", "hotpotqa/hotpotqa_500.jsonl"),
-            ("hotpotqa",),
-            train_files=("hotpotqa/train.jsonl",),
-        ),
-        _flashrag(
-            "twowiki",
-            "2wikimultihopqa",
-            "dev",
-            ("2wikimultihopqa/2wiki_dev_full_12576.json", "2wikimultihopqa/2wiki_500.jsonl"),
-            ("2wiki", "2wikimultihopqa"),
-            train_files=("2wikimultihopqa/train.jsonl",),
-        ),
-        _flashrag(
-            "musique",
-            "musique",
-            "dev",
-            ("musique/musique_dev_full_2417.json", "musique/musique_500.jsonl"),
-            ("musique",),
-            train_files=("musique/train.jsonl",),
-        ),
-        _flashrag(
-            "bamboogle",
-            "bamboogle",
-            "test",
-            ("bamboogle/bamboogle_test.jsonl", "bamboogle/bamboogle_r1searcher.jsonl"),
-            ("bamboogle",),
-        ),
-        # MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
-        # questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
-        BenchmarkSpec(
-            name="pubmedqa",
-            hf_path="qiaojin/PubMedQA",
-            hf_config="pqa_labeled",
-            split="train",
-            judge="lexical",
-            instruction="direct_qa",
-            question_template="direct_qa_user",
-            local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
-        ),
-        # MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 250 sampled): CUPCase's 3,562 case reports, its
-        # only split "test", gold the free-text diagnosis, asked with the CUPCase paper's free-text prompt and judged
-        # as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
-        BenchmarkSpec(
-            name="cupcase",
-            hf_path="ofir408/CupCase",
-            split="test",
-            judge="hle",
-            local_files=("cupcase/test-00000-of-00001.parquet", "cupcase/test.jsonl"),
-            question_frame="cupcase_free_text",
-        ),
-        _flashrag(
-            "ambigqa", "ambig_qa", "dev", ("ambigqa/ambigqa_dev_full_2002.json",), ("ambigqa", "ambig_qa")
-        ),
-    )
-}
+TASK_PACKAGE = "mara_bench"
+"""The package of the task files (``tasks/``): each declares its benchmarks as module-level ``BenchmarkSpec``s."""
+
+
+@cache
+def _declared() -> dict[str, BenchmarkSpec]:
+    """Every ``BenchmarkSpec`` a task file declares, by name; one name declared twice raises."""
+    package = importlib.import_module(TASK_PACKAGE)
+    found: dict[str, BenchmarkSpec] = {}
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
+        for value in vars(module).values():
+            if isinstance(value, BenchmarkSpec):
+                if found.get(value.name, value) is not value:
+                    raise ValueError(
+                        f"benchmark {value.name!r} is declared twice (second in {module.__file__})"
+                    )
+                found[value.name] = value
+    return found
+
+
+class DeclaredBenchmarks(Mapping[str, BenchmarkSpec]):
+    """Benchmark name -> spec, read from the task files on first use (so importing this module stays cheap)."""
+
+    def __getitem__(self, name: str) -> BenchmarkSpec:
+        return _declared()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_declared())
+
+    def __len__(self) -> int:
+        return len(_declared())
+
+
+BENCHMARKS = DeclaredBenchmarks()
+"""Every benchmark the harness knows: the declarations of the task files."""
 
 
 def get_benchmark(name: str) -> BenchmarkSpec:

@@ -239,6 +239,23 @@ def test_unknown_format_lists_the_known_ones(tmp_path):
         load_benchmark("frames", data=str(write_jsonl(tmp_path / "u.jsonl", [{"q": "x", "a": "y"}])))
 
 
+def test_a_file_in_another_benchmarks_format_is_refused_naming_the_declared_ones(tmp_path):
+    flashrag_rows = [{"id": "1", "question": "What is 2+2?", "golden_answers": ["4"]}]
+    with pytest.raises(MalformedRowError, match=r"aime2025's known formats are problem_answer: 'problem'"):
+        load_benchmark("aime2025", data=str(write_jsonl(tmp_path / "qa.jsonl", flashrag_rows)))
+
+
+def test_hub_rows_are_read_in_the_declared_format_not_guessed(monkeypatch):
+    webthinker_shaped = [{"Question": "q", "answer": "a", "id": "1"}]  # cais/hle's rows have "question"
+    monkeypatch.delenv("MARA_DATA_DIR", raising=False)
+    monkeypatch.setattr(loader, "hub_rows", lambda spec: webthinker_shaped)
+    monkeypatch.setattr(loader, "resolved_revision", lambda spec: "sha")
+    with pytest.raises(
+        MalformedRowError, match=r"cais/hle \(default/test\), row 1: field 'question' is missing"
+    ):
+        load_benchmark("hle")
+
+
 def test_missing_local_path_is_a_clear_error(tmp_path):
     with pytest.raises(MissingDataError, match=r"does not exist; pass -T data="):
         load_benchmark("frames", data=str(tmp_path / "nowhere.jsonl"))

@@ -1,6 +1,6 @@
-"""The tasks as an Inspect package: every benchmark is ``mara_bench/<task>`` with typed parameters and a docstring
-naming its dataset, judge and protocol; ``tasks/*.py`` are those same files; user paths resolve against the
-directory the command ran in, and a ``local/`` run records the checkpoint it resolved to."""
+"""The tasks as an Inspect package: every benchmark is declared in a task file and is ``mara_bench/<task>`` with
+typed parameters and a docstring generated from its declaration; ``tasks/*.py`` are those same files; user paths
+resolve against the directory the command ran in, and a ``local/`` run records the checkpoint it resolved to."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from inspect_ai.util import registry_info
 from harness import invocation
 from harness.datasets import MissingDataError, get_benchmark, load_benchmark
 from harness.datasets.loader import bundled_samples_path
-from harness.datasets.specs import BENCHMARKS
+from harness.datasets.specs import BENCHMARKS, BenchmarkSpec
+from harness.tasks import TASK_PARAMETER_NAMES
+from harness.tasks import benchmark as declare_task
 from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,11 +59,41 @@ def test_tasks_declare_typed_parameters_and_pass_system_options_through():
         assert list(parameters.values())[-1].kind is inspect.Parameter.VAR_KEYWORD
 
 
-def test_each_task_names_its_dataset_judge_and_protocol():
+def test_each_tasks_generated_docstring_states_its_declared_dataset_judge_and_protocol():
     for name, task_function in _registered().items():
         spec = get_benchmark(name.removeprefix("mara_bench/"))
-        line = " ".join((task_function.__doc__ or "").split())
-        assert f"Dataset: {spec.hf_path} · judge: {spec.judge} · protocol: default." in line, name
+        doc = task_function.__doc__ or ""
+        assert doc.startswith(spec.title), name
+        assert f"Dataset: {spec.hf_path} (" in doc and f"{spec.split})" in doc, name
+        assert (spec.revision or "not pinned") in doc, name
+        assert f"Row formats: {', '.join(f.name for f in spec.row_formats)}" in doc, name
+        assert f"Judge: {spec.judge} · protocol: {spec.protocol}" in doc, name
+        if spec.instruction is not None:
+            assert f"instruction: {spec.instruction}" in doc, name
+        listed = [
+            line.split(":")[0].strip() for line in doc.split("Parameters (-T name=value")[1].splitlines()[1:]
+        ]
+        assert listed == list(TASK_PARAMETER_NAMES), name
+
+
+def test_every_benchmark_the_harness_knows_is_declared_in_a_task_file_beside_its_task():
+    declared = {
+        value.name: (module, value)
+        for module in MODULES
+        for value in vars(module).values()
+        if isinstance(value, BenchmarkSpec)
+    }
+    assert set(BENCHMARKS) == set(declared)
+    for name, (module, spec) in declared.items():
+        assert BENCHMARKS[name] is spec and get_benchmark(name) is spec
+        assert registry_info(getattr(module, name)).name == f"mara_bench/{name}"
+
+
+def test_a_task_named_unlike_its_declaration_is_refused():
+    def aime2026() -> None: ...
+
+    with pytest.raises(ValueError, match="task 'aime2026' declares benchmark 'aime2025': name them alike"):
+        declare_task(aime.AIME2025)(aime2026)
 
 
 def test_the_task_files_are_the_package_files():

@@ -19,8 +19,9 @@ import judges.scorers
 import trainer.rewards
 import trainer.tasks.benchmark
 from harness.datasets import load_benchmark
-from harness.datasets.specs import DAPO_WRAPPER, get_benchmark
+from harness.datasets.specs import get_benchmark
 from harness.systems.types import Episode
+from mara_bench.aime import DAPO_WRAPPER
 from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
 from trainer.methods.marsrl import agent_rewards, step_metrics
 from trainer.rewards import gold_text

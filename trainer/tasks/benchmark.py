@@ -2,7 +2,7 @@
 
 * Items come through the harness loader (``harness.datasets.load_benchmark``: ``data`` file or folder, else
   ``MARA_DATA_DIR``, else Hugging Face at the pinned revision), ``split: train`` reading the source's training
-  split where the spec names one (the papers' training sets: ``harness.datasets.specs``). A relative ``data``
+  split where the benchmark's declaration names one (the papers' training sets; ``tasks/*.py``). A relative ``data``
   path resolves against the current working directory, as ``-T data=`` does.
 * Each item's run gets its question and options exactly as the evaluation task gives them
   (``harness.systems.sample_question`` and ``sample_options``: the question in the benchmark's user template,

@@ -1,4 +1,4 @@
-"""MarsRL throughput schedules (seeds/001 §3.3-3.4) on a simulated long-tail latency distribution.
+"""MarsRL throughput schedules (arXiv:2511.11373 §3.3-3.4) on a simulated long-tail latency distribution.
 
 ``trainer.schedule`` simulates rollout + training for 512 trajectories of Solver -> Verifier -> Corrector whose decode
 lengths are log-normal (median 2,000 tokens, sigma 1.0, capped at 65,536: most calls short, a few very long), 64

@@ -51,8 +51,8 @@ DAPO_WRAPPER = (
 )
 """DAPO-Math-17k's instruction around every problem (BytedTsinghua-SIA/DAPO-Math-17k ``prompt``)."""
 
-# A training set only (its one split is "train"). MarsRL (seeds/001 §4.1, liushulinle/MarsRL) names no
-# training set; DAPO-Math-17k (the DAPO paper that seeds/001 cites for BeyondAIME) is the open math RL set
+# A training set only (its one split is "train"). MarsRL (arXiv:2511.11373 §4.1, liushulinle/MarsRL) names no
+# training set; DAPO-Math-17k (the DAPO paper that MarsRL cites for BeyondAIME) is the open math RL set
 # this benchmark offers for `task: {benchmark: dapo_math, judge: math, system: vc}`. open-r1's copy is the
 # original's distinct problems once each (the original repeats every problem); no commit sha found:
 # the revision read is recorded at load time.

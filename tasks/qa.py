@@ -80,7 +80,7 @@ AMBIGQA = flashrag_benchmark(
     local_files=("ambigqa/ambigqa_dev_full_2002.json",),
     source_names=("ambigqa", "ambig_qa"),
 )
-# MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
+# MARS's Biology & Medicine part (arXiv:2510.04935 C.7, Table 8: 500 sampled): PubMedQA's 1,000 expert-labelled
 # questions, its only split "train", gold yes / no / maybe. No commit sha found; recorded at load time.
 PUBMEDQA = BenchmarkSpec(
     name="pubmedqa",
@@ -95,7 +95,7 @@ PUBMEDQA = BenchmarkSpec(
     question_template="direct_qa_user",
     local_files=("pubmedqa/pqa_labeled.parquet", "pubmedqa/train.jsonl"),
 )
-# MARS's Biology & Medicine part (seeds/000 C.7, Table 8: 250 sampled): CUPCase's 3,562 case reports, its
+# MARS's Biology & Medicine part (arXiv:2510.04935 C.7, Table 8: 250 sampled): CUPCase's 3,562 case reports, its
 # only split "test", gold the free-text diagnosis, asked with the CUPCase paper's free-text prompt and judged
 # as MARS rewards every trajectory (C.3: HLE's judge prompt). No commit sha found; recorded at load time.
 CUPCASE = BenchmarkSpec(

@@ -121,7 +121,7 @@ class RolloutConfig:
     pending together run as one batch to its longest row). The ``vllm`` backend always batches statically (vLLM
     schedules continuously inside each batch)."""
     segment_tokens: StrictInt | None = Field(default=None, ge=1)
-    """MarsRL's segment rollouts (seeds/001 §3.4; ``method: marsrl``): decode in rounds of this many tokens
+    """MarsRL's segment rollouts (arXiv:2511.11373 §3.4; ``method: marsrl``): decode in rounds of this many tokens
     (``trainer.segments``); a call that ends within a round goes on at once, an unfinished one continues next round,
     maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4 x 16k). Rollout and
     training then run side by side (``trainer.pipelined``); null: each step rolls out to its end."""
@@ -142,7 +142,7 @@ class RolloutConfig:
 
 @config_dataclass
 class MarsRLConfig:
-    """How ``method: marsrl`` rolls out (seeds/001 §3.3-3.4); ``trainer/methods/marsrl_rollout.py`` has the rules."""
+    """How ``method: marsrl`` rolls out (arXiv:2511.11373 §3.3-3.4); ``trainer/methods/marsrl_rollout.py`` has the rules."""
 
     rollout: MarsRLRollout = "chains"
     """``chains``: ``rollout.group_size`` ordinary V-C runs per question (``task.system_options`` apply);
@@ -180,7 +180,7 @@ class MarsRLConfig:
 
 @config_dataclass
 class MaskConfig:
-    """M-ASK's reward (seeds/004 §3.3); only ``method: mask`` reads it."""
+    """M-ASK's reward (arXiv:2601.04703 §3.3); only ``method: mask`` reads it."""
 
     reward: MaskReward = "turn"
     """``turn``: the paper's turn-level rewards (plan/answer F1, search/summary/update the turn's F1 gain);

@@ -1,4 +1,4 @@
-"""Dynamic masking of well-mastered positive tokens (MarsRL seeds/001 §3, "Dynamic Mask Well-mastered Positive
+"""Dynamic masking of well-mastered positive tokens (MarsRL, arXiv:2511.11373 §3, "Dynamic Mask Well-mastered Positive
 Tokens", from UloRL, arXiv 2507.19766).
 
 A token is *well mastered and positive* (an MPT) when it belongs to a positively rewarded sample and the policy

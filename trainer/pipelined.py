@@ -1,4 +1,4 @@
-"""MarsRL's pipelined and segmented rollouts in the real trainer (seeds/001 §3.3-3.4): rollout and training side by
+"""MarsRL's pipelined and segmented rollouts in the real trainer (arXiv:2511.11373 §3.3-3.4): rollout and training side by
 side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and/or ``rollout.segment_tokens: N``;
 ``Trainer.train_step`` then hands each step to ``Pipeline.train_step``.
 

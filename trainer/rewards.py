@@ -3,7 +3,7 @@
 * Rule judges (``math``, ``lexical``) reward through their pure cores (``judges.cores``), the functions the
   Inspect scorers call: ``math`` gives 1/0 for an equivalent final answer; ``lexical`` gives one of its values
   (``em`` by default, ``acc`` or ``f1``; an item M-ASK's variant leaves out of F1 falls back to its ``em``).
-* LLM judges (``hle`` -- MARS's reward, seeds/000 C.3 -- and ``simpleqa`` -- MATPO's, seeds/002) ask a grader
+* LLM judges (``hle`` -- MARS's reward, arXiv:2510.04935 C.3 -- and ``simpleqa`` -- MATPO's, arXiv:2510.04678) ask a grader
   with the judge's own prompt and strict parser (``judges.hle`` / ``judges.simpleqa`` through
   ``judges.grader.ask_grader``, as their scorers do). The grader is any Inspect model string (``openai/gpt-4o``,
   ``mockllm/model``, ``vllm/...``), or an OpenAI-compatible endpoint (``openai-api/<name>/<model>`` with

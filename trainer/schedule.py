@@ -1,4 +1,4 @@
-"""MarsRL's throughput schedules (seeds/001 §3.3-3.4) as a deterministic discrete-event model of rollout + training.
+"""MarsRL's throughput schedules (arXiv:2511.11373 §3.3-3.4) as a deterministic discrete-event model of rollout + training.
 
 The real trainer runs the pipelined and segmented schedules (``trainer.pipelined``); this model predicts them at the
 paper's scale, on a simulated long-tail workload (``benchmarks/bench_schedules.py``).

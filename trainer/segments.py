@@ -1,4 +1,4 @@
-"""Segment rollouts (MarsRL, seeds/001 §3.4): a ``Chat`` over the sampler's snapshot of the policy that decodes in
+"""Segment rollouts (MarsRL, arXiv:2511.11373 §3.4): a ``Chat`` over the sampler's snapshot of the policy that decodes in
 rounds of at most ``segment_tokens`` new tokens per call.
 
 Each ``run_round`` takes the calls issued since the last round and the calls left unfinished by it, and decodes one

@@ -124,8 +124,8 @@ def flashrag_benchmark(
     """A RUC-NLPIR/FlashRAG_datasets benchmark: rows in FlashRAG's format (or ``question_answer``, or a mixed verl
     file), the direct-QA instruction and user template, the lexical judge, the default protocol."""
     # FlashRAG_datasets publishes no release tags; the revision read is recorded at load time. Its ``train``
-    # splits are the papers' training sets: NQ + HotpotQA (M-ASK, seeds/004 §4.1), MuSiQue (MATPO, seeds/002
-    # "Dataset and Base Model"), TriviaQA / HotpotQA / 2Wiki / MuSiQue (MARS's QA part, seeds/000 C.7).
+    # splits are the papers' training sets: NQ + HotpotQA (M-ASK, arXiv:2601.04703 §4.1), MuSiQue (MATPO, arXiv:2510.04678
+    # "Dataset and Base Model"), TriviaQA / HotpotQA / 2Wiki / MuSiQue (MARS's QA part, arXiv:2510.04935 C.7).
     return BenchmarkSpec(
         name=name,
         title=title,

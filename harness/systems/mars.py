@@ -1,4 +1,4 @@
-"""MARS (seeds/000): dual-system deep research. System 2 reasons and calls tools with a stated purpose; the tool
+"""MARS (arXiv:2510.04935): dual-system deep research. System 2 reasons and calls tools with a stated purpose; the tool
 outputs are token-counted, First-Fit-Decreasing packed into System-1 budget bins, and distilled by one System-1 call
 per bin, all in parallel; the distillates go back to System 2. Python output bypasses System 1 (§3.2.1, algorithm 1,
 appendix C.2). Ablation ``sys1=False`` hands System 2 the raw outputs -- the pages themselves (table 5).

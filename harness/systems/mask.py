@@ -1,4 +1,4 @@
-"""M-ASK (seeds/004): search-behaviour agents (plan, search, answer) and knowledge-management agents (summary,
+"""M-ASK (arXiv:2601.04703): search-behaviour agents (plan, search, answer) and knowledge-management agents (summary,
 update) over a structured knowledge state {question, thinking_trajectory [(sub-question, sub-answer)],
 predicted_answer} (§3, appendix C, algorithm 1).
 

@@ -1,4 +1,4 @@
-"""MATPO (seeds/002; public code mzf666/MATPO): a planner whose only tool is ``search_and_browse(subtask)``; each call
+"""MATPO (arXiv:2510.04678; public code mzf666/MATPO): a planner whose only tool is ``search_and_browse(subtask)``; each call
 runs a nested worker rollout (search + scrape tools) whose first message recaps the user's query ("user query
 recapping") and which always ends with the structured final summary; the summary, thinking and any tool-use block
 removed, is the planner's tool response. The planner's user message asks for the answer in ``\\boxed{}``.

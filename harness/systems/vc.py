@@ -1,4 +1,4 @@
-"""The V-C reasoning system of MarsRL (seeds/001 §2.1, §3.1; public code liushulinle/MarsRL): Solver → Verifier →
+"""The V-C reasoning system of MarsRL (arXiv:2511.11373 §2.1, §3.1; public code liushulinle/MarsRL): Solver → Verifier →
 Corrector → Verifier → ... until a candidate passes ``accept_after`` consecutive verifications.
 
 Faithful to the public inference code: only the text after ``</think>`` is handed on; the Solver gets the bare problem

@@ -234,7 +234,7 @@ def test_marsrl_trains_on_a_math_training_set_from_a_data_folder(tmp_path):
 
 
 def test_mars_medicine_training_set_loads_from_pubmedqa_rows(tmp_path):
-    """MARS's PubMedQA part (seeds/000 C.7): generated rows in its ``pqa_labeled`` format, the gold decision as the
+    """MARS's PubMedQA part (arXiv:2510.04935 C.7): generated rows in its ``pqa_labeled`` format, the gold decision as the
     answer, the question bare (no abstract), rewarded by the lexical judge."""
     rows = [
         {
@@ -260,7 +260,7 @@ def test_mars_medicine_training_set_loads_from_pubmedqa_rows(tmp_path):
 
 
 def test_mars_clinical_training_set_loads_from_cupcase_rows(tmp_path):
-    """MARS's CUPCase part (seeds/000 C.7): a generated parquet in the data folder layout of the Hugging Face copy
+    """MARS's CUPCase part (arXiv:2510.04935 C.7): a generated parquet in the data folder layout of the Hugging Face copy
     (``ofir408/CupCase``, one ``test`` split); each case goes out inside CUPCase's free-text diagnosis prompt, the
     gold is the diagnosis, and the reward is HLE's LLM judge, as MARS rewards every trajectory (C.3)."""
     (tmp_path / "cupcase").mkdir()

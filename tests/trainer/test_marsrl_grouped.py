@@ -1,4 +1,4 @@
-"""MarsRL grouped agentic rollouts (seeds/001 §3.3-3.4): which outputs each strategy picks, the early stops, the
+"""MarsRL grouped agentic rollouts (arXiv:2511.11373 §3.3-3.4): which outputs each strategy picks, the early stops, the
 tree's sample counts, group keys and rewards on scripted chats, the config options, and one tiny-model step."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MARS (seeds/000 §3.2.2-3.2.3, appendix C.3-C.5): dual-system GRPO for ``harness.systems.mars``.
+"""MARS (arXiv:2510.04935 §3.2.2-3.2.3, appendix C.3-C.5): dual-system GRPO for ``harness.systems.mars``.
 
 * Reward (eq. 8, C.3): the trajectory's outcome (``task.reward``: 1 when the judge calls the ``<answer>`` correct,
   else 0), shared by the trajectory's System-2 sample and all its System-1 samples.

@@ -1,4 +1,4 @@
-"""MarsRL (seeds/001 §3.1-3.4): agent-specific verifiable rewards for the V-C reasoning system
+"""MarsRL (arXiv:2511.11373 §3.1-3.4): agent-specific verifiable rewards for the V-C reasoning system
 (``harness.systems.vc``), trained with GRPO normalised per (question, agent).
 
 Rewards (§3.2), each against the reference answer -- never the trajectory's outcome:

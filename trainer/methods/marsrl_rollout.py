@@ -1,4 +1,4 @@
-"""MarsRL's grouped agentic rollouts and agentic sampling strategies (seeds/001 §3.3-3.4).
+"""MarsRL's grouped agentic rollouts and agentic sampling strategies (arXiv:2511.11373 §3.3-3.4).
 
 One question becomes ONE episode holding a tree of calls, every call a training sample:
 

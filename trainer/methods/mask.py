@@ -1,4 +1,4 @@
-"""M-ASK (seeds/004 §3.3, appendix F algorithm 1): turn-level rewards for ``harness.systems.mask``, trained by
+"""M-ASK (arXiv:2601.04703 §3.3, appendix F algorithm 1): turn-level rewards for ``harness.systems.mask``, trained by
 independent PPO with one shared critic (the engine's GAE path; the paper's code uses gamma = lambda = 1).
 
 Every agent call is one transition of the replay buffer (algorithm 1, lines 9, 16, 29-32) and one sample, rewarded

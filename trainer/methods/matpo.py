@@ -1,4 +1,4 @@
-"""MATPO (seeds/002, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup):
+"""MATPO (arXiv:2510.04678, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup):
 planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
 
 * Reward (experimental setup): ``0.9 * acc + 0.1 * fmt`` per rollout. ``acc`` is the task's outcome reward (the

@@ -165,11 +165,14 @@ class Rollout:
 
     @classmethod
     def build(cls, config: TrainConfig, method: Method, models: Models, rank: int) -> Rollout:
-        """The recipe's task and system over the models' policy chat (vLLM seeded per rank when configured)."""
+        """The recipe's task and system over the models' policy chat (vLLM seeded per rank when configured).
+
+        The vLLM engine starts before the task is built: its kernel dispatcher scans every loaded module when it
+        starts, and fails on numba's objects, which a task building a BM25 index (bm25s) loads."""
+        vllm = vllm_generator(config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank)
         task = training_task(config.task)
         system = get_system(config.task.system)
         system_options, tool_settings = system.split_options(config.task.system_options)
-        vllm = vllm_generator(config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank)
         return cls(
             task=task,
             system=system,

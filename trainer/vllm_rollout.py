@@ -113,6 +113,14 @@ class VLLMGenerator:
             distributed_executor_backend="external_launcher",
             enforce_eager=not torch.cuda.is_available(),  # the CPU build: no graph compilation
         )
+        self.threads = torch.get_num_threads()
+        """Torch's CPU threads when the engine was built: its CPU attention checks every call runs with as many."""
+
+    def _same_threads(self) -> None:
+        """Run this call with the engine's thread count: OpenMP's count is per thread, and generation runs on the
+        batcher's worker threads, which may have inherited another (``local/`` sets 1 on the CPU)."""
+        if torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
 
     def __call__(self, prompts: list[list[int]], settings: list[Sampling]) -> list[Completion]:
         from vllm import SamplingParams
@@ -122,6 +130,7 @@ class VLLMGenerator:
             SamplingParams(**sampling_params_kwargs(s, seed)) for s, seed in zip(settings, seeds, strict=True)
         ]
         requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        self._same_threads()
         results = self.llm.generate(requests, params, use_tqdm=False)
         return [completion_from_output(p, r.outputs[0]) for p, r in zip(prompts, results, strict=True)]
 
@@ -130,6 +139,7 @@ class VLLMGenerator:
         from vllm import SamplingParams
 
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        self._same_threads()
         [result] = self.llm.generate([{"prompt_token_ids": list(ids)}], params, use_tqdm=False)
         return [
             position[token].logprob

@@ -15,16 +15,17 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
-import Stemmer
-from bm25s.tokenization import Tokenizer
 from tqdm import tqdm
 
 from harness.retrieval.base import RetrievalIndex
 from harness.retrieval.corpus import RetrievalError
 from harness.retrieval.store import BM25_DIR, Manifest, PassageStore
+
+if TYPE_CHECKING:
+    from bm25s.tokenization import Tokenizer
 
 DEFAULT_PARAMS = {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": "english"}
 TOKENIZE_CHUNK = 10_000
@@ -39,7 +40,14 @@ TOKENIZER_VOCAB = "vocab.tokenizer.json"
 
 
 def flashrag_tokenizer(params: dict) -> Tokenizer:
-    """The tokenizer FlashRAG's bm25s backend uses for English corpora (stop words, then the Snowball stemmer)."""
+    """The tokenizer FlashRAG's bm25s backend uses for English corpora (stop words, then the Snowball stemmer).
+
+    bm25s is imported here, not with the module: it imports numba where numba is installed, and whatever imports
+    this module (the trainer's look-up tasks) should not pay for that, nor hand numba's objects to an in-process
+    vLLM engine, whose kernel dispatcher scans every loaded module."""
+    import Stemmer
+    from bm25s.tokenization import Tokenizer
+
     return Tokenizer(stopwords=params["stopwords"], stemmer=Stemmer.Stemmer(params["stemmer"]))
 
 
@@ -120,6 +128,8 @@ def index_passages(directory: Path, params: dict, progress: bool) -> None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     (out / VOCAB_FILE).write_text(json.dumps(vocab, ensure_ascii=False))
+    import bm25s
+
     settings = bm25s.BM25(k1=params["k1"], b=params["b"], method=params["method"])
     saved = {name: getattr(settings, name) for name in ("k1", "b", "delta", "method", "idf_method")}
     saved.update(dtype="float32", int_dtype="int32", num_docs=len(store), version=bm25s.__version__)
@@ -140,7 +150,9 @@ class BM25Index(RetrievalIndex):
                 f"{bm25_dir} has no {TOKENIZER_VOCAB} (a bm25s index saved without its tokenizer); rebuild it "
                 "with `mara index build CORPUS.jsonl DIR/ --kind bm25`"
             )
-        self.retriever = bm25s.BM25.load(str(bm25_dir), mmap=True)
+        import bm25s
+
+        self.retriever: Any = bm25s.BM25.load(str(bm25_dir), mmap=True)
         self.tokenizer = flashrag_tokenizer(manifest.params)
         self.tokenizer.load_vocab(str(bm25_dir))
         self.tokenizer.load_stopwords(str(bm25_dir))

@@ -47,6 +47,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score
 
+from leaderboards.collect import file_hash, list_logs
 from leaderboards.compare import nightly_comparisons
 from leaderboards.site import render_site
 from leaderboards.store import HistoryStore, SampleRow
@@ -200,3 +201,37 @@ def test_ingest_and_render_synthetic_logs(benchmark, tmp_path):
     )
     print(f"\n{LOGS} logs x {SAMPLES} samples, {ROUNDS} pairs; ingest/read min/median/max {ratio}")
     print(benchmark.extra_info)
+
+
+def test_a_second_ingest_does_not_rehash_stored_logs(benchmark, tmp_path):
+    """A nightly ingests its whole ``logs/`` folder every night: the pass over logs already stored, against what it
+    cost before (hashing every file), CPU seconds in interleaved pairs."""
+    logs = synthetic_logs()
+    store = HistoryStore(str(tmp_path / "history.sqlite"))
+    store.ingest(str(logs))
+    paths = list_logs(str(logs))
+
+    def again() -> float:
+        started = time.process_time()
+        report = store.ingest(str(logs))
+        assert len(report.already_present) == LOGS
+        return time.process_time() - started
+
+    def rehash_every_log() -> float:  # the pass as it was: list, hash every file, look the hash up
+        started = time.process_time()
+        for path in list_logs(str(logs)):
+            store.has_log(file_hash(path))
+        return time.process_time() - started
+
+    pairs = benchmark.pedantic(
+        interleaved_pairs, args=(again, rehash_every_log, ROUNDS), rounds=1, iterations=1
+    )
+    ratio = ratio_spread(pairs, lambda p: p.ours / p.baseline)
+    megabytes = sum(Path(p.removeprefix("file://")).stat().st_size for p in paths) / 2**20
+    store.close()
+    benchmark.extra_info.update(
+        logs=LOGS, megabytes=round(megabytes, 1), second_ingest_over_rehash=ratio.as_dict()
+    )
+    print(
+        f"\n{LOGS} logs ({megabytes:.1f} MiB), {ROUNDS} pairs; second ingest / re-hash CPU min/median/max {ratio}"
+    )

@@ -134,6 +134,22 @@ def file_hash(location: str) -> str:
     return digest.hexdigest()
 
 
+def file_stat(location: str) -> tuple[int, int] | None:
+    """``(size, modification time in ns)`` of a log file, or None where its filesystem reports no time."""
+    info = fsspec.core.url_to_fs(location)[0].info(location)
+    mtime = info.get("mtime") or info.get("LastModified") or info.get("updated")
+    if isinstance(mtime, str):
+        try:
+            mtime = datetime.fromisoformat(mtime.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(mtime, datetime):
+        mtime = mtime.timestamp()
+    if not isinstance(mtime, int | float) or "size" not in info:
+        return None
+    return int(info["size"]), int(mtime * 1_000_000_000)
+
+
 def collect(location: str) -> Iterator[RunRecord]:
     """Rows for every usable log under ``location``; unusable ones are skipped with a :class:`SkippedLogWarning`."""
     for path in list_logs(location):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy import (
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -39,6 +40,7 @@ from leaderboards.collect import (
     SkippedLogWarning,
     UnusableLog,
     file_hash,
+    file_stat,
     list_logs,
     read_run,
 )
@@ -100,6 +102,17 @@ class Metric(Base):
     stderr: Mapped[float | None] = mapped_column(Float)
     ci_low: Mapped[float | None] = mapped_column(Float)
     ci_high: Mapped[float | None] = mapped_column(Float)
+
+
+class SeenLog(Base):
+    """A log file already hashed, by location, with the size and modification time it had then."""
+
+    __tablename__ = "seen_logs"
+
+    location: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    log_hash: Mapped[str] = mapped_column(String(64))
 
 
 class SampleRow(Base):
@@ -174,15 +187,27 @@ class HistoryStore:
             return session.scalar(select(Run.id).where(Run.log_hash == log_hash)) is not None
 
     def ingest(self, location: str) -> IngestReport:
-        """Add every usable log under ``location`` not yet stored; warns (naming it) for each unusable log."""
+        """Add every usable log under ``location`` not yet stored; warns (naming it) for each unusable log.
+
+        A log file seen before with the same size and modification time is not read again: its stored hash is
+        used (a nightly's folder of earlier nights is not re-hashed every night). What is stored and seen is read
+        once per pass; a log a concurrent ingester stores meanwhile is still stored once (``add``)."""
         report = IngestReport()
+        with Session(self.engine) as session:
+            stored = set(session.scalars(select(Run.log_hash)))
+            seen = {row.location: row for row in session.scalars(select(SeenLog))}
+        newly_seen: list[SeenLog] = []
         for path in list_logs(location):
             try:
-                log_hash = file_hash(path)
+                stat = file_stat(path)
+                known = _known_hash(seen.get(path), stat)
+                log_hash = known or file_hash(path)
             except OSError as error:
                 _warn_skipped(path, f"cannot be opened ({error})", report)
                 continue
-            if self.has_log(log_hash):
+            if known is None and stat is not None:
+                newly_seen.append(SeenLog(location=path, size=stat[0], mtime_ns=stat[1], log_hash=log_hash))
+            if log_hash in stored or self.has_log(log_hash):
                 report.already_present.append(path)
                 report.hashes.append(log_hash)
                 continue
@@ -193,7 +218,15 @@ class HistoryStore:
                 continue
             (report.added if self.add(record) else report.already_present).append(path)
             report.hashes.append(log_hash)
+        self._remember(newly_seen)
         return report
+
+    def _remember(self, rows: list[SeenLog]) -> None:
+        """Store the size, modification time and hash of the files hashed in this pass."""
+        if rows:
+            with Session(self.engine) as session, session.begin():
+                for row in rows:
+                    session.merge(row)
 
     def add(self, record: RunRecord) -> bool:
         """Store one run; False when a run with the same log hash is already stored (by us or a concurrent writer)."""
@@ -292,6 +325,13 @@ def _sample_row(run_id: int, sample: SampleScore) -> dict:
 def _warn_skipped(path: str, reason: str, report: IngestReport) -> None:
     warnings.warn(f"skipping log {path}: {reason}", SkippedLogWarning, stacklevel=3)
     report.skipped.append(path)
+
+
+def _known_hash(seen: SeenLog | None, stat: tuple[int, int] | None) -> str | None:
+    """The hash stored for a file when its size and modification time are still the ones it had then."""
+    if seen is None or stat is None or (seen.size, seen.mtime_ns) != stat:
+        return None
+    return seen.log_hash
 
 
 def _add_missing_columns(engine: Engine) -> None:

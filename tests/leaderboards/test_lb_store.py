@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import warnings
 
 import pytest
 
-from leaderboards.collect import SkippedLogWarning
+from leaderboards import store as store_module
+from leaderboards.collect import SkippedLogWarning, file_hash
 from leaderboards.store import HistoryStore, Metric, Run, SampleRow
 
 # 4 logs; each stores 2 scores (final, solver) x 40 samples
@@ -53,6 +55,20 @@ def test_a_copied_log_is_the_same_run(logs_copy, tmp_path):
     report = store.ingest(str(logs_copy))
     assert report.added == [] and len(report.already_present) == 5
     assert store.count(Run) == 4
+
+
+def test_a_log_seen_before_unchanged_is_not_read_again(logs_copy, tmp_path, monkeypatch):
+    store = HistoryStore(str(tmp_path / "h.sqlite"))
+    first = store.ingest(str(logs_copy))
+    hashed: list[str] = []
+    monkeypatch.setattr(store_module, "file_hash", lambda path: hashed.append(path) or file_hash(path))
+    again = store.ingest(str(logs_copy))
+    assert hashed == [] and again.hashes == first.hashes and len(again.already_present) == 4
+    touched = sorted(logs_copy.glob("*.eval"))[0]
+    os.utime(touched, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))
+    store.ingest(str(logs_copy))
+    assert [path.rsplit("/", 1)[-1] for path in hashed] == [touched.name]  # its modification time moved
+    store.close()
 
 
 def test_unusable_logs_are_skipped_and_named(logs_copy, tmp_path):

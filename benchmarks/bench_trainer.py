@@ -1,7 +1,9 @@
 """Trainer throughput against TRL's ``GRPOTrainer`` doing the SAME work, and the cost of scoring response tokens.
 
 ``test_trainer_vs_trl_grpo``: both train GRPO on the toy addition task (``trainer.tasks.toy``, operands up to 5000, so
-prompts differ in length) with the same tiny model, made ``eos_prone`` so that replies end at varied lengths
+prompts differ in length), rewarded by the share of the sum's digits a reply contains (``digit_overlap_reward``:
+an untrained model never states the sum, so the exact reward would leave every group at 0 and every update empty;
+both sides must report non-zero reward spread and gradient norm), with the same tiny model, made ``eos_prone`` so that replies end at varied lengths
 (1 to ``NEW_TOKENS`` tokens) and padding CAN happen: 8 questions x 8 samples per step, lr 1e-2, no KL, no
 entropy bonus, token-mean loss, gradient clipping at 1.0, one optimizer step per generation batch, fp32, on
 CPU. TRL is configured to do that work: ``bf16=False`` and ``gradient_checkpointing=False`` (its defaults are
@@ -56,7 +58,7 @@ from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 from trainer.engine import Trainer
 from trainer.policy import PolicyChat
-from trainer.tasks.toy import addition_task, reply_reward
+from trainer.tasks.toy import addition_task
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2
@@ -132,8 +134,22 @@ def eos_prone_dir(eos_prone, tmp_path_factory):
     return directory
 
 
+def digit_overlap_reward(reply: str, answer: str) -> float:
+    """The share of the answer's distinct digits that the reply contains: a reward an untrained model's replies
+    earn in varied amounts, so both sides' groups have non-zero advantages and every step is a real update (the
+    exact-sum reward is 0 for every reply of this model, and a zero loss times nothing)."""
+    digits = set(answer)
+    return sum(digit in reply for digit in digits) / len(digits)
+
+
 def ours(model_dir, run_dir) -> dict[str, float]:
-    """Seconds per step, tokens/s and padding share of our engine (steps after the first), and its torch threads."""
+    """Seconds per step, tokens/s and padding share of our engine (steps after the first), its torch threads, and
+    the mean reward spread and gradient norm of its steps (the same-work check: both must be non-zero)."""
+    import trainer.tasks.toy as toy
+
+    toy.reply_reward = (
+        digit_overlap_reward  # this forked child only: the toy task's reward, as TRL's side gets
+    )
     torch.set_num_threads(1)
     config = TrainConfig(
         model=ModelConfig(path=str(model_dir), dtype="float32"),
@@ -154,6 +170,8 @@ def ours(model_dir, run_dir) -> dict[str, float]:
         "tokens_per_cpu_s": tokens / cpu,
         "padding_share": sum(m["padding_share"] for m in steps) / len(steps),
         "threads": torch.get_num_threads(),
+        "reward_std": sum(m["reward_std"] for m in steps) / len(steps),
+        "grad_norm": sum(m["grad_norm"] for m in steps) / len(steps),
     }
 
 
@@ -170,7 +188,7 @@ def trl(model_dir, out_dir) -> dict[str, float]:
     )
 
     def toy_reward(completions, answer, **kwargs):
-        return [reply_reward(c[0]["content"], a) for c, a in zip(completions, answer, strict=True)]
+        return [digit_overlap_reward(c[0]["content"], a) for c, a in zip(completions, answer, strict=True)]
 
     class StepTimes(TrainerCallback):
         """Wall and CPU time at each step's start and end (generation and scoring happen inside the step)."""
@@ -227,14 +245,16 @@ def trl(model_dir, out_dir) -> dict[str, float]:
     spans = list(zip(timer.starts, timer.ends, strict=True))[1:]
     wall = sum(end[0] - start[0] for start, end in spans)
     cpu = sum(end[1] - start[1] for start, end in spans)
-    tokens = [r["num_tokens"] for r in trainer.state.log_history if "num_tokens" in r]
-    step_tokens = tokens[-1] - tokens[0]
+    logged = [r for r in trainer.state.log_history if "num_tokens" in r]
+    step_tokens = logged[-1]["num_tokens"] - logged[0]["num_tokens"]
     return {
         "step_s": wall / len(spans),
         "tokens_per_s": step_tokens / wall,
         "tokens_per_cpu_s": step_tokens / cpu,
         "padding_share": sum(shares) / len(shares),
         "threads": torch.get_num_threads(),
+        "reward_std": sum(r.get("reward_std", 0.0) for r in logged[1:]) / len(logged[1:]),
+        "grad_norm": sum(r.get("grad_norm", 0.0) for r in logged[1:]) / len(logged[1:]),
     }
 
 
@@ -257,6 +277,10 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
         iterations=1,
     )
     assert {p.ours["threads"] for p in pairs} == {p.baseline["threads"] for p in pairs} == {1}
+    for side in ("ours", "baseline"):  # the same work, and real learning: varied rewards, non-zero updates
+        assert all(getattr(p, side)["reward_std"] > 0 and getattr(p, side)["grad_norm"] > 0 for p in pairs), (
+            side
+        )
     tokens = ratio_spread(pairs, lambda p: p.ours["tokens_per_s"] / p.baseline["tokens_per_s"])
     tokens_cpu = ratio_spread(pairs, lambda p: p.ours["tokens_per_cpu_s"] / p.baseline["tokens_per_cpu_s"])
     memory = ratio_spread(pairs, lambda p: p.ours["peak_rss_mib"] / p.baseline["peak_rss_mib"])

@@ -12,10 +12,11 @@ import json
 import os
 from pathlib import Path
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from harness.testing import scripted_output
+from tests.leaderboards.named_script import ScriptedByName
 
 KEY_VARIABLE = "MARA_TEST_ROLE_KEY"
 DELEGATE = (
@@ -24,15 +25,8 @@ DELEGATE = (
 )
 
 
-class RoleKeyModel(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+class RoleKeyModel(ScriptedByName):
+    def configure(self, model_name: str) -> None:
         self.role, self.variant = model_name.split("-", 1)
         self.key: dict[str, dict] = json.loads(Path(os.environ[KEY_VARIABLE]).read_text())
 

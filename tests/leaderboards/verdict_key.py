@@ -4,21 +4,15 @@ tokens (``A``, ``B``), else "no". Importing this module registers it; a suite bi
 
 from __future__ import annotations
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from harness.testing import scripted_output
+from tests.leaderboards.named_script import ScriptedByName
 
 
-class VerdictKeyModel(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+class VerdictKeyModel(ScriptedByName):
+    def configure(self, model_name: str) -> None:
         rule, _, tokens = model_name.partition("=")
         if rule != "accept" or not tokens:
             raise ValueError(

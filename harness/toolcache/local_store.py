@@ -9,6 +9,7 @@ entries of unfrozen snapshots first) until the blobs in use fit.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -27,9 +28,9 @@ from harness.toolcache.store import (
     snapshot_digest,
 )
 
-BUSY_TIMEOUT_S = 60.0
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0
+SETUP_LOCK_FILE = "index.setup-lock"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots(name TEXT PRIMARY KEY, created_at REAL NOT NULL, frozen_at REAL,
@@ -40,6 +41,24 @@ CREATE TABLE IF NOT EXISTS entries(snapshot TEXT NOT NULL, key TEXT NOT NULL, to
 CREATE TABLE IF NOT EXISTS blobs(hash TEXT PRIMARY KEY, size INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_by_use ON entries(used_at);
 """
+
+
+@contextlib.contextmanager
+def _setup_lock(root: Path) -> Iterator[None]:
+    """Serialise opening the index across processes: switching a new index to WAL and creating its tables can
+    fail at once with "database is locked" (SQLite skips its busy wait there) when two writers open together.
+    A folder this process cannot write to has no writer to wait for."""
+    try:
+        lock = open(root / SETUP_LOCK_FILE, "a")  # noqa: SIM115 (closed below, after the unlock)
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class LocalStore(ResponseStore):
@@ -60,9 +79,16 @@ class LocalStore(ResponseStore):
             index, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-            self._check_version()
+            with _setup_lock(root):
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(SCHEMA)
+                self._check_version()
+        except sqlite3.OperationalError as err:
+            self._db.close()
+            raise StoreError(
+                f"tool store {root}: cannot open {INDEX_FILE} ({err}); check the folder's permissions and free "
+                "space, or point -T tool_store at another folder"
+            ) from None
         except sqlite3.DatabaseError as err:
             self._db.close()
             raise StoreError(

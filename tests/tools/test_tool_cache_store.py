@@ -220,6 +220,25 @@ def test_an_fsspec_url_store_records_replays_and_freezes():
         open_cache("record", "n1", url, None)
 
 
+def _open_each_when_all_are_ready(folders: list[str], ready) -> None:
+    for folder in folders:
+        ready.wait(timeout=30)
+        open_store(folder, create=True).ensure_snapshot("night")
+
+
+def test_processes_opening_a_new_store_at_the_same_moment_all_succeed(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(6)
+    folders = [str(tmp_path / f"store{index}") for index in range(25)]
+    openers = [context.Process(target=_open_each_when_all_are_ready, args=(folders, ready)) for _ in range(6)]
+    for process in openers:
+        process.start()
+    for process in openers:
+        process.join(120)
+    assert [process.exitcode for process in openers] == [0] * 6
+    assert all(open_store(folder, create=False).snapshots()[0].name == "night" for folder in folders)
+
+
 def _record_many(store: str, writer: int, count: int, start) -> None:
     start.wait()
     cache = open_cache("record", "shared", store, None)

@@ -5,13 +5,36 @@ sentence-transformers + FAISS) or with BM25 (bm25s), save it as a directory, and
     index = load_index("index/")
     index.search("who wrote hamlet", k=5)             # -> [Passage(id, title, text, score), ...]
     index.search_many(["q1", "q2"], k=5)              # batched
+
+The names below load their module on first use, so importing the package (as the tools and the look-up task
+do) costs nothing until an index is built or opened: FAISS, sentence-transformers and bm25s stay unloaded.
 """
 
-from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.corpus import Passage, RetrievalError, iter_corpus, split_contents
-from harness.retrieval.encoder import DEFAULT_MODEL, TextEncoder
-from harness.retrieval.index import KINDS, build_index, load_index, open_index
-from harness.retrieval.store import Manifest
+import importlib
+from typing import Any
+
+_HOMES = {
+    "RetrievalIndex": "base",
+    "Passage": "corpus",
+    "RetrievalError": "corpus",
+    "iter_corpus": "corpus",
+    "split_contents": "corpus",
+    "DEFAULT_MODEL": "encoder",
+    "TextEncoder": "encoder",
+    "KINDS": "index",
+    "build_index": "index",
+    "load_index": "index",
+    "open_index": "index",
+    "Manifest": "store",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_MODEL",

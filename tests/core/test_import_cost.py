@@ -47,3 +47,8 @@ def test_the_systems_import_without_lxml_html_clean():
     module raises ImportError when imported, and the subprocess would fail)."""
     code = "sys.modules['lxml_html_clean'] = None\nimport harness.systems"
     assert _loaded_after(code, ("lxml", "trafilatura")) == []
+
+
+def test_the_retrieval_package_and_the_look_up_task_load_no_index_library_until_one_is_built():
+    code = "import harness.retrieval\nimport trainer.tasks.lookup\nharness.retrieval.RetrievalError"
+    assert _loaded_after(code, ("faiss", "bm25s", "sentence_transformers", "torch")) == []

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.retrieval.index import build_index
 from harness.systems.types import Episode, Toolbox
 from harness.tools import build_toolbox
 from judges.lexical import score
@@ -147,6 +146,8 @@ def lookup_task(
     directory = tempfile.TemporaryDirectory(prefix="mara-lookup-")
     corpus, index = Path(directory.name) / "corpus.jsonl", Path(directory.name) / "index"
     write_corpus(corpus, texts)
+    from harness.retrieval.index import build_index  # bm25s loads only when a look-up index is built
+
     build_index(corpus, index, kind="bm25", progress=False)
     task = LookupTask(items, build_toolbox(list(tools), index=str(index), k=k), directory, heldout)
     assert task.index == index

@@ -43,6 +43,14 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
     return path
 
 
+def enable_activation_checkpointing(model: Any) -> None:
+    """Turn on activation (gradient) checkpointing under either of transformers' names for it: releases up to
+    about 5.17 have only ``gradient_checkpointing_enable``; later ones add ``activation_checkpointing_enable`` and
+    deprecate the old name."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable({"use_reentrant": False})
+
+
 def load_models(
     config: TrainConfig, run_dir: Path, dist: Distributed, device: torch.device | None, *, critic: bool
 ) -> Models:
@@ -57,7 +65,7 @@ def load_models(
         model = cls.from_pretrained(path, dtype=dtype, **kwargs)
         # before sharding, so that FSDP wraps the checkpointed layers
         if trained and config.model.gradient_checkpointing:
-            model.activation_checkpointing_enable({"use_reentrant": False})
+            enable_activation_checkpointing(model)
         return dist.prepare(model.to(device) if device is not None else model)
 
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -69,7 +69,7 @@ def test_two_mini_batches_take_two_steps_and_the_second_ratio_leaves_one(tiny_mo
         for row, logprobs in zip(batch.rows, part, strict=True)
     }
     for row, sample in enumerate(samples):
-        torch.testing.assert_close(torch.tensor(sample.old_logprobs), scored[row], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(torch.tensor(sample.old_logprobs), scored[row].cpu(), atol=1e-6, rtol=1e-5)
     # mini-batch one: ratio 1 (approx_kl 0); mini-batch two runs after a step, so its ratios are not 1
     assert metrics["approx_kl"] > 0.0
 
@@ -95,7 +95,8 @@ def test_a_mini_batch_size_that_does_not_divide_the_batch_is_one_line(tmp_path):
 def test_gradient_checkpointing_gives_the_same_gradients(tiny_model_dir, tmp_path):
     plain = helpers.update(trainer_with(tiny_model_dir, tmp_path / "plain"), helpers.make_samples())
     trainer = trainer_with(tiny_model_dir, tmp_path / "ckpt", model={"gradient_checkpointing": True})
-    assert trainer.policy.is_activation_checkpointing
+    checkpointed_layers = [m for m in trainer.policy.modules() if getattr(m, "gradient_checkpointing", False)]
+    assert checkpointed_layers  # the flag transformers sets on each checkpointed layer, under every release
     checkpointed = helpers.update(trainer, helpers.make_samples())
     for name, grad in plain["grads"].items():
         torch.testing.assert_close(checkpointed["grads"][name], grad, atol=1e-7, rtol=1e-6, msg=name)

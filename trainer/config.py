@@ -65,7 +65,9 @@ class ModelConfig:
     """Hidden size of that tiny model (a multiple of 4: 4 attention heads; 64 learns the multi-agent formats of
     the cold start faster)."""
     dtype: Dtype = "auto"
-    """Parameter dtype: ``float32``, ``bfloat16``, or ``auto``: bfloat16 on a GPU, float32 on the CPU."""
+    """Compute dtype: ``float32``, ``bfloat16``, or ``auto``: bfloat16 on a GPU, float32 on the CPU. Trained
+    models keep float32 parameters whatever it is (their forwards autocast to it); the frozen reference model and
+    the vLLM engine hold their weights in it."""
     gradient_checkpointing: StrictBool = False
     """Recompute each decoder layer's activations in the backward pass instead of keeping them (the policy's and
     the critic's training forwards; verl's ``enable_gradient_checkpointing``): activation memory falls from one

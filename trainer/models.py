@@ -21,6 +21,8 @@ class Models:
 
     path: Path | str
     dtype: torch.dtype
+    """The compute dtype (``model.dtype`` resolved): the trained models' forwards run in it, their parameters stay
+    float32 (``mixed_precision``); the frozen reference and the vLLM engine hold their weights in it."""
     tokenizer: Any
     policy: torch.nn.Module
     reference: torch.nn.Module | None
@@ -43,6 +45,14 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
     return path
 
 
+def mixed_precision(model: torch.nn.Module, compute_dtype: torch.dtype, device_type: str) -> None:
+    """Keep a trained model's parameters in float32 and run its forward in ``compute_dtype`` (autocast), as verl's
+    actor does (float32 weights, bfloat16 compute). Parameters held in bfloat16 lose every Adam update smaller
+    than about 1/256 of the weight (8 bits of mantissa), so a run at a small learning rate stops learning."""
+    if compute_dtype != torch.float32:
+        model.forward = torch.autocast(device_type, dtype=compute_dtype)(model.forward)
+
+
 def enable_activation_checkpointing(model: Any) -> None:
     """Turn on activation (gradient) checkpointing under either of transformers' names for it: releases up to
     about 5.17 have only ``gradient_checkpointing_enable``; later ones add ``activation_checkpointing_enable`` and
@@ -62,7 +72,9 @@ def load_models(
     dtype = config.model.torch_dtype(cuda=device is not None)
 
     def load(cls: Any, *, trained: bool, **kwargs: Any) -> torch.nn.Module:
-        model = cls.from_pretrained(path, dtype=dtype, **kwargs)
+        model = cls.from_pretrained(path, dtype=torch.float32 if trained else dtype, **kwargs)
+        if trained:
+            mixed_precision(model, dtype, "cuda" if device is not None else "cpu")
         # before sharding, so that FSDP wraps the checkpointed layers
         if trained and config.model.gradient_checkpointing:
             enable_activation_checkpointing(model)

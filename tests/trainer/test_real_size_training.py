@@ -5,6 +5,7 @@ checkpointing (same gradients) and optimizer-state offload (same updates, moment
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import sys
 from pathlib import Path
 
@@ -146,3 +147,26 @@ def test_a_context_budget_bounds_the_whole_conversation(tiny_model_dir, tiny_tok
     later = question + [{"role": "assistant", "content": "7"}, {"role": "user", "content": "Sure?"}]
     full = reply(prompt + 3, later)  # the conversation already fills the budget: no call is made
     assert (full.finish_reason, full.response_ids, full.text) == ("length", [], "")
+
+
+def test_bfloat16_compute_keeps_float32_weights_that_take_small_updates(tiny_model_dir, tmp_path):
+    """``model.dtype: bfloat16`` (``auto`` on a GPU) computes in bfloat16 but keeps the trained weights in float32:
+    held in bfloat16, an Adam step at a small learning rate would round away on most weights."""
+    trainer = trainer_with(tiny_model_dir, tmp_path, model={"dtype": "bfloat16"})
+    for group in trainer.updater.optimizer.param_groups:
+        group["lr"] = 1e-5
+    assert {p.dtype for p in trainer.policy.parameters()} == {torch.float32}
+    ids = torch.tensor([helpers.make_samples()[0].prompt_ids])
+    assert trainer.policy(ids).logits.dtype == torch.bfloat16  # the forward runs in the compute dtype
+    before = {name: p.detach().clone() for name, p in trainer.policy.named_parameters()}
+    trainer.updater(helpers.make_samples(), 0)
+    kept, lost_in_bf16 = [], []
+    for name, p in trainer.policy.named_parameters():
+        after = p.detach()
+        kept.append((after != before[name]).float().mean().item())
+        start = before[name].to(torch.bfloat16)
+        lost_in_bf16.append(
+            ((start.float() + after - before[name]).to(torch.bfloat16) == start).float().mean().item()
+        )
+    assert statistics.median(kept) > 0.9  # float32 weights take the step
+    assert statistics.median(lost_in_bf16) > 0.5  # the same step on bfloat16 weights would mostly vanish

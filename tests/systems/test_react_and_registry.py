@@ -39,7 +39,7 @@ def test_every_compact_prompt_says_it_is_ours_not_the_papers_and_which_option_pi
     assert systems == {"mars", "mask", "matpo", "vc"}, systems
     for path in files:
         header = path.read_text(encoding="utf-8").splitlines()[0]
-        assert "ours" in header and "NOT the paper's" in header and "compact" in header, path
+        assert "ours" in header and "NOT the paper's" in header and "option prompts: compact" in header, path
 
 
 def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp_path):

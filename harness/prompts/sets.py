@@ -69,6 +69,7 @@ class PromptSet:
         return [*head, {"role": "user", "content": fill(self.user_template(role), values)}]
 
     def piece(self, name: str) -> str:
+        """The text of the named piece (``<set>/<name>.txt``, or the system's shared one)."""
         if name not in self.pieces:
             raise ValueError(f"prompt set {self.system}/{self.name} has no piece {name!r}")
         return load_prompt(self.pieces[name])

@@ -69,3 +69,9 @@ async def test_a_bad_prompts_option_is_refused_before_the_run_with_the_choices(s
         ConfigError, match=rf"prompts: 'tiny' is not a valid choice; choose one of {choices}$"
     ):
         await run_system(system, "Q?", None, None, prompts="tiny")
+
+
+def test_mask_has_a_layout_for_each_of_its_sets():
+    from harness.systems.mask import LAYOUTS
+
+    assert set(LAYOUTS) == set(prompt_sets("mask"))

@@ -3,7 +3,7 @@
 Without a name: every registered task, one line each. With a name: the task's title and declaration (dataset,
 row formats, prompt, judge, default protocol), its parameters (from
 ``harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
-signature and the tool settings), the protocols and the judges.
+signature and the tool settings, and its prompt sets from ``harness.prompts.sets``), the protocols and the judges.
 """
 
 from __future__ import annotations
@@ -64,13 +64,20 @@ def _task_parameter_rows() -> list[tuple[str, str, str, str]]:
     return [(p.name, type_name(p.type), _default(p.default), p.metadata["help"]) for p in TASK_PARAMETERS]
 
 
-def _option_rows(run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
+def _option_rows(system: str, run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
+    """One row per option of ``system``'s ``run``; the ``prompts`` option's help lists its prompt sets."""
+    from harness.prompts.sets import PROMPTS_OPTION
     from harness.systems.options import option_names
 
     hints = typing.get_type_hints(run)
     parameters = inspect.signature(run).parameters
+
+    def help_(name: str) -> str:
+        return _prompt_sets_help(system) if name == PROMPTS_OPTION else ""
+
     return [
-        (name, type_name(hints[name]), _default(parameters[name].default), "") for name in option_names(run)
+        (name, type_name(hints[name]), _default(parameters[name].default), help_(name))
+        for name in option_names(run)
     ]
 
 
@@ -85,6 +92,14 @@ def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
         rows.append((field.name, type_name(hints[field.name]), _default(default), ""))
     return rows
+
+
+def _prompt_sets_help(system: str) -> str:
+    """``system``'s prompt sets from the registry (``harness.prompts.sets``): where they lie, which are ours."""
+    from harness.prompts.sets import prompt_sets
+
+    ours = [name for name, chosen in prompt_sets(system).items() if chosen.ours()]
+    return f"sets in harness/prompts/{system}/; ours, not the paper's: {', '.join(ours) or 'none'}"
 
 
 def describe_task(name: str) -> list[str]:
@@ -115,7 +130,7 @@ def describe_task(name: str) -> list[str]:
             f"; tools: {', '.join(system.tools)} (-T {TOOLS_OPTION}= picks a subset)" if system.tools else ""
         )
         lines.append(f"  {system.name}  roles: {', '.join(system.roles)}{tools}")
-        lines += _table(_option_rows(system.run), indent="    ") or ["    (no options)"]
+        lines += _table(_option_rows(system.name, system.run), indent="    ") or ["    (no options)"]
         if system.tool_settings:
             lines.append("    + the tool settings below")
     lines += ["", "tool settings (systems with tools):", *_table(_tool_setting_rows()), ""]

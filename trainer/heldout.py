@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from harness.prompts.sets import PROMPTS_OPTION
 from harness.systems import run_system
 from harness.systems.parsing import strip_thinking
 from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply, VerifierOutcome
-from harness.systems.vc import SOLVER, ask_solver, ask_verifier
+from harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
 from judges.lexical import score
 from trainer.config import ConfigError
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
@@ -110,11 +111,11 @@ def probe_solutions(item: dict[str, Any]) -> dict[bool, str]:
     return {True: f"\\boxed{{{answer}}}", False: f"\\boxed{{{wrong}}}"}
 
 
-async def judged(item: dict[str, Any], solution: str, chat: Chat, prompt: str, seed: int) -> Episode:
+async def judged(item: dict[str, Any], solution: str, chat: Chat, prompts: str, seed: int) -> Episode:
     """One Verifier call of the policy judging ``solution`` to the item's question (a V-C episode)."""
     bind_episode_seed(seed)
     recorder = EpisodeRecorder("vc", item["question"], ScriptedSolution(chat, solution))
-    await ask_verifier(recorder, await ask_solver(recorder), 0, prompt=prompt)
+    await ask_verifier(recorder, await ask_solver(recorder), 0, prompts=prompts)
     return recorder.episode
 
 
@@ -152,7 +153,7 @@ def verifier_ratios(
 
 async def verifier_probe(trainer: Trainer, items: list[dict[str, Any]]) -> dict[str, Ratio]:
     """The Verifier probe's ratios over ``items`` (see the module docstring)."""
-    prompt = trainer.config.task.system_options.get("verifier_prompt", "paper")
+    prompts = trainer.config.task.system_options.get(PROMPTS_OPTION, DEFAULT_PROMPTS)
     samples, seed = trainer.config.eval.samples, trainer.config.seed
     runs = [
         (item, solution, episode_seed(seed, item, 2 * sample + right))
@@ -161,7 +162,7 @@ async def verifier_probe(trainer: Trainer, items: list[dict[str, Any]]) -> dict[
         for sample in range(samples)
     ]
     chat = trainer.rollout.chat
-    episodes = await asyncio.gather(*(judged(item, text, chat, prompt, s) for item, text, s in runs))
+    episodes = await asyncio.gather(*(judged(item, text, chat, prompts, s) for item, text, s in runs))
     sums = sorted({gold_text(item["answer"]) for item in heldout_items(trainer.task)}, key=int)
     return verifier_ratios([item for item, _, _ in runs], list(episodes), sums)
 

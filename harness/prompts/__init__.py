@@ -1,7 +1,9 @@
-"""Role prompts as data files: ``load_prompt(name)`` reads ``<name>.txt`` and ``fill`` substitutes placeholders.
+"""Prompts as data files: ``load_prompt(name)`` reads ``<name>.txt`` and ``fill`` substitutes placeholders.
 
-Each file starts with one header line ``# Source: ...`` naming where the text comes from (paper appendix or official
-repository, kept verbatim) or saying it is ours; the prompt is everything after that line. Files are read by
+The benchmarks' instructions lie here (``direct_math``); each system's role prompts lie in ``<system>/``, in the
+scheme and prompt sets of ``harness.prompts.sets`` (``load_prompt("vc/paper/verifier.system")``). Each file starts
+with one header line ``# Source: ...`` naming where the text comes from (paper appendix or official repository,
+kept verbatim) or saying it is ours; the prompt is everything after that line. Files are read by
 ``judges.templates.read_prompt_file``, the reader the judge prompts use too (judges are the lower layer).
 """
 

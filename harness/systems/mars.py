@@ -12,20 +12,20 @@ left after System 1's own prompt framing, measured with System 1's tokenizer whe
 (``harness.systems.tokens``). ``s1_max_tokens`` / ``s2_max_tokens`` cap each system's response (8,192 / 28,672 in
 the ``mars`` protocol). ``-T tools=`` picks System 2's tools (table 4); ``browse`` is never offered to System 2.
 
-Prompts: the paper's verbatim ones by default (``prompts="paper"``: appendix E.1, System 2 ~1,240 tokens with the
-tool description); ``"compact"`` is a short set of ours (NOT the paper's) for tiny offline models: System 2 gets
-the tool-call syntax and a one-line tool list, the question last as today; System 1 gets no system prompt, the
-purpose and the packed pages, then the question last.
+Prompts (``harness/prompts/mars/``): the paper's verbatim ones by default (``prompts="paper"``: appendix E.1,
+System 2 ~1,240 tokens with the tool description); ``"compact"`` is a short set of ours (NOT the paper's) for tiny
+offline models: System 2 gets the tool-call syntax and a one-line tool list, the question last as today; System 1
+gets no system prompt, the purpose and the packed pages, then the question last.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.binpack import first_fit_decreasing
-from harness.prompts import fill, load_prompt
+from harness.prompts import fill
+from harness.prompts.sets import prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne
 from harness.systems.parsing import strip_thinking
 from harness.systems.tokens import TokenMeter, token_meter
@@ -57,51 +57,32 @@ SAMPLING_OPTIONS = {"s1_max_tokens": (SYSTEM1, "max_tokens"), "s2_max_tokens": (
 
 PAGE_SEPARATOR = "\n\n"
 
-Prompts = Literal["paper", "compact"]
-"""The two systems' prompts: ``paper``, MARS's verbatim ones (the default, for every evaluation); ``compact``,
-ours (NOT the paper's), short, for tiny offline models that cannot copy a name out of a ~1.2k-token prompt."""
+DEFAULT_PROMPTS = "paper"
+Prompts = prompt_choice("mars", DEFAULT_PROMPTS)
+"""The two systems' prompt sets (``harness/prompts/mars/``): ``paper``, MARS's verbatim ones (the default, for every
+evaluation); ``compact``, ours (NOT the paper's), short, for tiny offline models that cannot copy a name out of a
+~1.2k-token prompt."""
 
 
-@dataclass(frozen=True)
-class PromptSet:
-    """The prompt files of one ``Prompts`` choice."""
-
-    system2: str
-    """System 2's system prompt, with a ``{tool description}`` placeholder."""
-    system1: str | None
-    """System 1's system prompt (``None``: no system message)."""
-    system1_user: str
-    """System 1's user message, with ``{tool outputs}`` (the purpose, then the pages) and ``{question}``."""
-    one_line_tools: bool
-    """``{tool description}`` is the tools' names on one line, not ``mars_tool_description``'s list."""
-
-
-PROMPT_SETS = {
-    "paper": PromptSet("mars_system2", "mars_system1", "mars_system1_user", one_line_tools=False),
-    "compact": PromptSet("mars_compact_system2", None, "mars_compact_system1_user", one_line_tools=True),
-}
-
-
-def system2_prompt(offered: list[str], prompts: Prompts = "paper") -> str:
-    """System 2's system prompt offering the tools ``offered``."""
-    files = PROMPT_SETS[prompts]
-    tools = ", ".join(offered) if files.one_line_tools else tool_description(offered)
-    return fill(load_prompt(files.system2), {"tool description": tools})
+def system2_prompt(offered: list[str], prompts: str = DEFAULT_PROMPTS) -> str:
+    """System 2's system prompt offering the tools ``offered``: its ``{tool description}`` is the tools' list with
+    our call format, its ``{tool names}`` (the compact set's) the names on one line."""
+    template = prompt_set("mars", prompts).system_prompt(SYSTEM2) or ""
+    if "{tool names}" in template:
+        return fill(template, {"tool names": ", ".join(offered)})
+    return fill(template, {"tool description": tool_description(offered)})
 
 
 def system1_messages(
-    question: str, purpose: str, pages: list[str], prompts: Prompts = "paper"
+    question: str, purpose: str, pages: list[str], prompts: str = DEFAULT_PROMPTS
 ) -> list[dict[str, str]]:
     """One System-1 call's messages: the call's purpose and its bin of pages, for the question."""
-    files = PROMPT_SETS[prompts]
     block = f"Purpose of the tool call: {purpose or '(not stated)'}\n\n" + PAGE_SEPARATOR.join(pages)
-    user = fill(load_prompt(files.system1_user), {"tool outputs": block, "question": question})
-    head = [] if files.system1 is None else [{"role": "system", "content": load_prompt(files.system1)}]
-    return [*head, {"role": "user", "content": user}]
+    return prompt_set("mars", prompts).messages(SYSTEM1, {"tool outputs": block, "question": question})
 
 
 def page_capacity(
-    question: str, purpose: str, budget: int, meter: TokenMeter, prompts: Prompts = "paper"
+    question: str, purpose: str, budget: int, meter: TokenMeter, prompts: str = DEFAULT_PROMPTS
 ) -> int:
     """Tokens of pages one System-1 call can take: ``budget`` minus System 1's prompt framing."""
     framing = system1_messages(question, purpose, [], prompts)
@@ -135,7 +116,7 @@ class _Distiller:
         *,
         pages: bool,
         sampling: dict[str, Any],
-        prompts: Prompts,
+        prompts: str,
     ):
         self.recorder = recorder
         self.prompts = prompts
@@ -203,7 +184,7 @@ async def run(
     s2_max_tokens: AtLeastOne | None = None,
     pages: bool = True,
     tokenizer: str | None = None,
-    prompts: Prompts = "paper",
+    prompts: Prompts = DEFAULT_PROMPTS,
 ) -> Episode:
     """One MARS rollout; ``episode.final_answer`` is System 2's ``<answer>`` (``None`` if it never answered)."""
     recorder = EpisodeRecorder("mars", question, chat, toolbox)

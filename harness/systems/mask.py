@@ -11,10 +11,10 @@ trajectory (table 3, "w/o KMA"). An update operation that names no existing step
 ``"invalid"`` in the call's meta; a search reply with neither tag ends the loop, marked ``"invalid"``.
 
 ``prompts="code"`` (the default) uses the prompts of M-ASK's released code, the code that produced the paper's
-numbers (``mask_code_*`` files): the ``<final_answer>`` tag, its few-shot answer examples, its trajectory and search
-history layout, and the update agent is given the current predicted answer. ``prompts="appendix"`` uses the
+numbers (``harness/prompts/mask/code/``): the ``<final_answer>`` tag, its few-shot answer examples, its trajectory
+and search history layout, and the update agent is given the current predicted answer. ``prompts="appendix"`` uses the
 paper's appendix C wording instead (``<predicted_answer>``, no answer for the update agent). ``prompts="compact"``
-is ours, NOT the paper's (``mask_compact_*`` files), for tiny offline models: one short user message per role, no
+is ours, NOT the paper's (``mask/compact/``), for tiny offline models: one short user message per role, no
 system message and no answer examples, the same tags the parsers read, and what the role copies placed last (the
 question for plan and search, the documents for summary, the new evidence for update, the trajectory for answer).
 """
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
 
-from harness.prompts import fill, load_prompt
+from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from harness.systems.options import NonNegative
 from harness.systems.parsing import last_tag, strip_thinking
 from harness.systems.types import (
@@ -53,21 +52,15 @@ _ADD = re.compile(r"<Add>.*?</Add>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
-class PromptSet:
-    """One version of the M-ASK prompts: its files, answer tag and how it lays out the trajectory and history."""
+class Layout:
+    """How one prompt set lays out what its prompts are filled with: the answer tag, the trajectory and history."""
 
-    files: str
-    """Prompt file prefix: ``<files>_<role>_system`` (when ``system``) / ``<files>_<role>_user``."""
     answer_tag: str
-    examples: str | None
-    """The prompt file of the answer-style examples that fill ``[EXAMPLE_PROMPT]`` (None: the set has no slot)."""
     step: str
     no_steps: str
     search: str
     no_searches: str
     update_sees_answer: bool
-    system: bool = True
-    """Whether each role has a system message; without one the user message carries the instructions."""
 
     def trajectory_text(self, trajectory: list[tuple[str, str]]) -> str:
         lines = [self.step.format(i=i, q=q, a=a) for i, (q, a) in enumerate(trajectory, 1)]
@@ -78,46 +71,38 @@ class PromptSet:
         return "\n".join(lines) or self.no_searches
 
 
-PROMPT_SETS = {
-    "code": PromptSet(
-        files="mask_code",
+DEFAULT_PROMPTS = "code"
+Prompts = prompt_choice("mask", DEFAULT_PROMPTS)
+"""The prompt sets (``harness/prompts/mask/``): ``code`` (the default), ``appendix`` and ``compact`` (ours)."""
+LAYOUTS = {
+    "code": Layout(
         answer_tag="final_answer",
-        examples="mask_code_examples",
         step="t{i}: Q: {q} | A: {a}",
         no_steps="",
         search="{i}. Query: {q} | Summary: {s}",
         no_searches="(No previous searches)",
         update_sees_answer=True,
     ),
-    "appendix": PromptSet(
-        files="mask",
+    "appendix": Layout(
         answer_tag="predicted_answer",
-        examples="mask_answer_style",
         step="t{i}: sub-question: {q} | sub-answer: {a}",
         no_steps="(empty)",
         search="{q} -> {s}",
         no_searches="(none)",
         update_sees_answer=False,
     ),
-    "compact": PromptSet(
-        files="mask_compact",
+    "compact": Layout(
         answer_tag="final_answer",
-        examples=None,
         step="t{i}: {q} -> {a}",
         no_steps="(empty)",
         search="{q} -> {s}",
         no_searches="(none)",
         update_sees_answer=False,
-        system=False,
     ),
 }
-
-
-def prompt_set(name: str) -> PromptSet:
-    """The prompt version ``name``; unknown names raise listing the valid ones."""
-    if name not in PROMPT_SETS:
-        raise ValueError(f"unknown M-ASK prompts {name!r}; valid: {', '.join(PROMPT_SETS)}")
-    return PROMPT_SETS[name]
+"""Each prompt set's layout, by set name."""
+EXAMPLES = "examples"
+"""The piece of a set that fills ``[EXAMPLE_PROMPT]``: its answer-style examples (the compact set has none)."""
 
 
 @dataclass
@@ -159,13 +144,10 @@ def docs_text(output: str) -> str:
 
 
 def _messages(prompts: PromptSet, role: str, values: dict[str, str], example: str) -> list[dict[str, str]]:
-    user = {"role": "user", "content": fill(load_prompt(f"{prompts.files}_{role}_user"), values)}
-    if not prompts.system:
-        return [user]
-    system = load_prompt(f"{prompts.files}_{role}_system")
-    if EXAMPLE_SLOT in system:
-        system = system.replace(EXAMPLE_SLOT, example)
-    return [{"role": "system", "content": system}, user]
+    messages = prompts.messages(role, values)
+    if messages[0]["role"] == "system" and EXAMPLE_SLOT in messages[0]["content"]:
+        messages[0]["content"] = messages[0]["content"].replace(EXAMPLE_SLOT, example)
+    return messages
 
 
 class _Agents:
@@ -173,10 +155,11 @@ class _Agents:
 
     def __init__(self, recorder: EpisodeRecorder, state: KnowledgeState, prompts: PromptSet, example: str):
         self.recorder, self.state, self.prompts, self.example = recorder, state, prompts, example
+        self.layout = LAYOUTS[prompts.name]
         self.history: list[tuple[str, str]] = []
 
     def trajectory_text(self) -> str:
-        return self.prompts.trajectory_text(self.state.trajectory)
+        return self.layout.trajectory_text(self.state.trajectory)
 
     async def ask(self, role: str, values: dict[str, str], parent: int | None, turn: int) -> ModelCall:
         messages = _messages(self.prompts, role, values, self.example)
@@ -185,7 +168,7 @@ class _Agents:
     async def plan(self) -> ModelCall:
         call = await self.ask(PLAN, {"query": self.state.question}, None, 0)
         self.state.trajectory, self.state.predicted_answer = parse_plan(
-            call.reply.text, self.prompts.answer_tag
+            call.reply.text, self.layout.answer_tag
         )
         PlanOutcome(len(self.state.trajectory)).record(call.meta)
         return call
@@ -194,7 +177,7 @@ class _Agents:
         values = {
             "question": self.state.question,
             "trajectory_text": self.trajectory_text(),
-            "history_text": self.prompts.history_text(self.history),
+            "history_text": self.layout.history_text(self.history),
         }
         call = await self.ask(SEARCH, values, parent, turn)
         reply = strip_thinking(call.reply.text)
@@ -214,7 +197,7 @@ class _Agents:
             "new_query": query,
             "new_evidence": evidence,
         }
-        if self.prompts.update_sees_answer:
+        if self.layout.update_sees_answer:
             values["predicted_answer"] = self.state.predicted_answer
         call = await self.ask(UPDATE, values, parent, turn)
         operation, index = parse_update(call.reply.text, len(self.state.trajectory))
@@ -233,7 +216,7 @@ class _Agents:
             turn,
         )
         reply = strip_thinking(call.reply.text)
-        self.state.predicted_answer = last_tag(reply, self.prompts.answer_tag) or reply
+        self.state.predicted_answer = last_tag(reply, self.layout.answer_tag) or reply
         return call
 
 
@@ -246,7 +229,7 @@ async def run(
     answer_every_turn: bool = False,
     kma: bool = True,
     answer_style: str | None = None,
-    prompts: Literal["code", "appendix", "compact"] = "code",
+    prompts: Prompts = DEFAULT_PROMPTS,
 ) -> Episode:
     """One M-ASK run; ``final_answer`` is the Answer agent's last answer tag (``<final_answer>`` by default).
 
@@ -254,8 +237,8 @@ async def run(
     (ours, for tiny offline models); ``answer_style`` replaces the answer-style examples (``[EXAMPLE_PROMPT]``) of
     the sets that have them.
     """
-    chosen = prompt_set(prompts)
-    if answer_style is not None and chosen.examples is None:
+    chosen = prompt_set("mask", prompts)
+    if answer_style is not None and EXAMPLES not in chosen.pieces:
         raise ValueError(
             f"mask: answer_style fills the answer examples, which prompts {prompts!r} has none of; "
             "drop answer_style or use prompts code or appendix"
@@ -266,7 +249,7 @@ async def run(
     if answer_style is not None:
         example = answer_style
     else:
-        example = load_prompt(chosen.examples) if chosen.examples else ""
+        example = chosen.piece(EXAMPLES) if EXAMPLES in chosen.pieces else ""
     agents = _Agents(recorder, state, chosen, example)
     latest = await agents.plan()
     episode.intermediate_answers.append(IntermediateAnswer(0, state.predicted_answer, latest.id, PLAN).data())

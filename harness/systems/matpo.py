@@ -18,8 +18,8 @@ reaches ``max_turns`` gets the authors' main-agent summary prompt with its "fail
 it has (the forced final answer, ``PlannerOutcome.forced``).
 
 Prompts: ``prompts="paper"`` (the default, for every evaluation) sends the authors' verbatim prompts; ``"compact"``
-sends short prompts of ours (NOT the paper's, ``matpo_compact_*.txt``) for tiny offline models that cannot copy a name
-past the verbatim system prompts (~2,800 / 4,300 tokens of the tiny tokenizer): the same ``<use_mcp_tool>`` block
+sends short prompts of ours (NOT the paper's, ``harness/prompts/matpo/compact/``) for tiny offline models that cannot
+copy a name past the verbatim system prompts (~2,800 / 4,300 tokens of the tiny tokenizer): the same ``<use_mcp_tool>`` block
 described in one line, and the question (planner) or the subtask (worker) last, right before the generation.
 
 Ablations (paper figure 6): ``summary=False`` returns the worker's raw last message to the planner (thinking and
@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, fields
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from harness.prompts import fill, load_prompt
+from harness.prompts import fill
+from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne
 from harness.systems.parsing import last_boxed, strip_thinking
 from harness.systems.tokens import TokenMeter, token_meter
@@ -59,55 +60,37 @@ PLANNER_SERVER = "browsing_agent"
 WORKER_TOOLS = {"google_search": ("search", "q", "query"), "scrape": ("browse", "url", "url")}
 """Worker tool name → (our tool, the paper's argument name, our argument name)."""
 
-Prompts = Literal["paper", "compact"]
-"""The prompt set: ``paper``, MATPO's verbatim prompts (the default); ``compact``, ours, for tiny offline models."""
+DEFAULT_PROMPTS = "paper"
+Prompts = prompt_choice("matpo", DEFAULT_PROMPTS)
+"""The prompt sets (``harness/prompts/matpo/``): ``paper``, MATPO's verbatim prompts (the default); ``compact``,
+ours, for tiny offline models. Each has the roles ``planner`` (system prompt, user template) and ``worker`` (system
+prompt, the recap as user template) and the pieces ``planner_summary``, ``worker_summary`` (the final summary
+requests) and ``planner_failed``, ``worker_failed`` (their "failed" instructions); ``tool_response`` is shared."""
 
 
-@dataclass(frozen=True)
-class PromptSet:
-    """One version of the MATPO prompts: the file of each prompt (the tool-response wrapper is shared)."""
-
-    planner_system: str
-    planner_user: str
-    planner_summary: str
-    planner_failed: str
-    worker_system: str
-    worker_recap: str
-    worker_summary: str
-    worker_failed: str
-
-    @classmethod
-    def named(cls, prefix: str) -> PromptSet:
-        """The set whose files are ``<prefix>_<prompt>.txt``."""
-        return cls(*(f"{prefix}_{field.name}" for field in fields(cls)))
-
-    def planner_summary_prompt(self, main_query: str, failed: bool) -> str:
-        """The planner's final summary request (MATPO's main-agent ``generate_agent_summarize_prompt``)."""
-        return fill(
-            load_prompt(self.planner_summary),
-            {"task_description": main_query, "failed_instruction": self._failed(self.planner_failed, failed)},
-        )
-
-    def worker_summary_prompt(self, main_query: str, subtask: str, failed: bool) -> str:
-        """A worker's final summary request (MATPO's browsing-agent ``generate_agent_summarize_prompt``)."""
-        return fill(
-            load_prompt(self.worker_summary),
-            {
-                "main_query": main_query,
-                "task_description": subtask,
-                "failed_instruction": self._failed(self.worker_failed, failed),
-            },
-        )
-
-    @staticmethod
-    def _failed(name: str, failed: bool) -> str:
-        return load_prompt(name).strip() if failed else ""
+def planner_summary_prompt(prompts: PromptSet, main_query: str, failed: bool) -> str:
+    """The planner's final summary request (MATPO's main-agent ``generate_agent_summarize_prompt``)."""
+    return fill(
+        prompts.piece("planner_summary"),
+        {"task_description": main_query, "failed_instruction": _failed(prompts, "planner_failed", failed)},
+    )
 
 
-PROMPT_SETS: dict[str, PromptSet] = {
-    "paper": PromptSet.named("matpo"),
-    "compact": PromptSet.named("matpo_compact"),
-}
+def worker_summary_prompt(prompts: PromptSet, main_query: str, subtask: str, failed: bool) -> str:
+    """A worker's final summary request (MATPO's browsing-agent ``generate_agent_summarize_prompt``)."""
+    return fill(
+        prompts.piece("worker_summary"),
+        {
+            "main_query": main_query,
+            "task_description": subtask,
+            "failed_instruction": _failed(prompts, "worker_failed", failed),
+        },
+    )
+
+
+def _failed(prompts: PromptSet, piece: str, failed: bool) -> str:
+    return prompts.piece(piece).strip() if failed else ""
+
 
 _TOOL_USE = re.compile(r"<use_mcp_tool>(.*?)</use_mcp_tool>", re.DOTALL)
 
@@ -144,8 +127,8 @@ def _user(content: str) -> Message:
     return {"role": "user", "content": content}
 
 
-def _tool_response(text: str) -> Message:
-    return _user(fill(load_prompt("matpo_tool_response"), {"result": text}))
+def _tool_response(prompts: PromptSet, text: str) -> Message:
+    return _user(fill(prompts.piece("tool_response"), {"result": text}))
 
 
 async def _worker_tool(recorder: EpisodeRecorder, call: ModelCall, use: McpCall) -> str:
@@ -169,7 +152,7 @@ class WorkerSettings:
     recap: bool = True
     context_tokens: int | None = None
     summary_reserve: int = 4096
-    prompts: PromptSet = PROMPT_SETS["paper"]
+    prompts: PromptSet = field(default_factory=lambda: prompt_set("matpo", DEFAULT_PROMPTS))
 
 
 def trim_for_summary(
@@ -187,12 +170,10 @@ def trim_for_summary(
     return kept
 
 
-def _worker_first_message(main_query: str, subtask: str, settings: WorkerSettings) -> str:
-    if not settings.recap:
-        return subtask
-    return fill(
-        load_prompt(settings.prompts.worker_recap), {"main_query": main_query, "task_description": subtask}
-    )
+def _worker_opening(main_query: str, subtask: str, settings: WorkerSettings) -> list[Message]:
+    """The worker's system prompt and first message: the recap of the user's query (``recap=False``: the subtask)."""
+    opening = settings.prompts.messages(WORKER, {"main_query": main_query, "task_description": subtask})
+    return opening if settings.recap else [*opening[:-1], _user(subtask)]
 
 
 async def _worker(
@@ -206,15 +187,12 @@ async def _worker(
 ) -> str:
     """A nested worker rollout for ``subtask``; returns its final summary without thinking or tool-use blocks
     (``summary=False``: its raw last message)."""
-    messages: list[Message] = [
-        {"role": "system", "content": load_prompt(settings.prompts.worker_system)},
-        _user(_worker_first_message(main_query, subtask, settings)),
-    ]
+    messages = _worker_opening(main_query, subtask, settings)
     finished = trimmed = False
     last_reply = ""
 
     def summary_prompt(failed: bool) -> str:
-        return settings.prompts.worker_summary_prompt(main_query, subtask, failed)
+        return worker_summary_prompt(settings.prompts, main_query, subtask, failed)
 
     for _ in range(settings.max_turns):
         call = await recorder.ask(
@@ -228,7 +206,7 @@ async def _worker(
         if use is None:
             finished = True
             break
-        messages = [*messages, _tool_response(await _worker_tool(recorder, call, use))]
+        messages = [*messages, _tool_response(settings.prompts, await _worker_tool(recorder, call, use))]
         if settings.context_tokens is not None:
             fitted = trim_for_summary(
                 messages, summary_prompt(True), meter, settings.context_tokens, settings.summary_reserve
@@ -265,7 +243,7 @@ async def run(
     worker_context_tokens: AtLeastOne | None = None,
     summary_reserve: AtLeastOne = 4096,
     tokenizer: str | None = None,
-    prompts: Prompts = "paper",
+    prompts: Prompts = DEFAULT_PROMPTS,
     planner_summary: bool = True,
 ) -> Episode:
     """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing);
@@ -278,17 +256,14 @@ async def run(
         raise ValueError(
             f"worker_context_tokens={worker_context_tokens} must exceed summary_reserve={summary_reserve}"
         )
-    chosen = PROMPT_SETS[prompts]
+    chosen = prompt_set("matpo", prompts)
     settings = WorkerSettings(
         worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen
     )
     meter = token_meter(chat, tokenizer, role=WORKER)
     recorder = EpisodeRecorder("matpo", question, chat, toolbox)
-    main_query = fill(load_prompt(chosen.planner_user), {"question": question})
-    messages: list[Message] = [
-        {"role": "system", "content": load_prompt(chosen.planner_system)},
-        _user(main_query),
-    ]
+    messages: list[Message] = chosen.messages(PLANNER, {"question": question})
+    main_query = messages[-1]["content"]
     parent: int | None = None
     subtasks = 0
     for turn in range(max_turns):
@@ -307,11 +282,11 @@ async def run(
             response = await _worker(recorder, call, main_query, subtask, subtasks, settings, meter)
         else:
             response = f"Tool error: {use.error or f'the only tool is {PLANNER_TOOL} with a string argument subtask'}"
-        messages = [*messages, _tool_response(response)]
+        messages = [*messages, _tool_response(chosen, response)]
     if not planner_summary:
         MatpoOutcome("turn_limit", subtasks).record(recorder.episode.meta)
         return recorder.episode
-    final_prompt = chosen.planner_summary_prompt(main_query, failed=True)
+    final_prompt = planner_summary_prompt(chosen, main_query, failed=True)
     call = await recorder.ask(
         PLANNER,
         [*messages, _user(final_prompt)],

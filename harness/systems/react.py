@@ -18,6 +18,8 @@ async def run(question: str, chat: Chat, toolbox: Toolbox, *, max_turns: AtLeast
     async def observe(_: ModelCall, requests: list[ToolRequest]) -> str:
         return "\n\n".join(raw_result(request) for request in requests)
 
-    system_prompt = fill(load_prompt("react_system"), {"tool description": tool_description(toolbox.names())})
+    system_prompt = fill(
+        load_prompt("react/agent.system"), {"tool description": tool_description(toolbox.names())}
+    )
     await tool_loop(recorder, role=ROLE, system_prompt=system_prompt, max_turns=max_turns, observe=observe)
     return recorder.episode

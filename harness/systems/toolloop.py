@@ -69,7 +69,7 @@ def parse_tool_calls(text: str) -> list[ToolRequest]:
 def tool_description(names: list[str]) -> str:
     """The ``{tool description}`` section of an agent prompt, listing the tools ``names``."""
     lines = [f"- {name}: {TOOL_DESCRIPTIONS.get(name, 'a tool')}" for name in names]
-    return fill(load_prompt("mars_tool_description"), {"tool list": "\n".join(lines)})
+    return fill(load_prompt("mars/tool_description"), {"tool list": "\n".join(lines)})
 
 
 async def execute(recorder: EpisodeRecorder, call: ModelCall, requests: list[ToolRequest]) -> None:
@@ -132,7 +132,7 @@ async def tool_loop(
         if requests:
             await execute(recorder, call, requests)
             observation = await observe(call, requests)
-            response = fill(load_prompt("mars_tool_response"), {"results": observation})
+            response = fill(load_prompt("mars/tool_response"), {"results": observation})
             messages = [*messages, {"role": "user", "content": response}]
             continue
         answer = last_tag(call.reply.text, "answer")

@@ -463,7 +463,8 @@ class MaskOutcome(Outcome):
     trajectory: list[list[str]]
     """The final thinking trajectory, ``[sub-question, sub-answer]`` per step."""
     prompts: str
-    """Which prompts the agents used: ``code`` (M-ASK's released code) or ``appendix`` (the paper's appendix)."""
+    """Which prompt set the agents used (``-T prompts=``): ``code`` (M-ASK's released code), ``appendix`` (the
+    paper's appendix) or ``compact`` (ours)."""
 
 
 @dataclass(frozen=True)

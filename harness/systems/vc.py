@@ -14,8 +14,8 @@ verification. Three deliberate differences from the released code:
    where the released code cuts at the literal ``**Correctness**`` that its own format never writes and so mostly
    sends an empty bug report; ``bug_report="released"`` (``-T bug_report=released``) reproduces the released cut.
 
-The Verifier's prompt is the paper's verbatim one by default (``verifier_prompt="paper"``); ``"compact"`` is a short
-prompt of ours for tiny offline models (``vc_verifier_compact.txt``), same output format, the judged solution last.
+The Verifier's prompt is the paper's verbatim one by default (``prompts="paper"``); ``"compact"`` is a short prompt
+of ours for tiny offline models (``harness/prompts/vc/compact/``), same output format, the judged solution last.
 
 One public function per agent step (``ask_solver``, ``ask_verifier``, ``ask_corrector``) builds that agent's prompt
 and records its call; ``run`` chains them, and MarsRL's grouped training rollouts
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.prompts import fill, load_prompt
+from harness.prompts.sets import prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne, NonNegative
 from harness.systems.parsing import strip_thinking
 from harness.systems.types import (
@@ -50,15 +50,12 @@ ROLES = (SOLVER, VERIFIER, CORRECTOR)
 SOLVER_ANSWER = "solver"
 """Name of the Solver's first answer in ``Episode.answers`` (stored as ``answer.solver``)."""
 
-VerifierPrompt = Literal["paper", "compact"]
-"""The Verifier's prompt: ``paper``, MarsRL's verbatim system prompt and user message (the default, for every
-evaluation); ``compact``, ours (NOT the paper's), one short user message with the judged solution last, for tiny
-offline models that cannot use a number buried in the ~2.9k-token verbatim prompt."""
-_VERIFIER_PROMPT_FILES: dict[str, tuple[str | None, str]] = {
-    "paper": ("vc_verifier_system", "vc_verifier_user"),
-    "compact": (None, "vc_verifier_compact"),
-}
-"""Per ``VerifierPrompt``: its system prompt file (``None``: no system message) and its user template file."""
+DEFAULT_PROMPTS = "paper"
+Prompts = prompt_choice("vc", DEFAULT_PROMPTS)
+"""The prompt sets (``harness/prompts/vc/``): ``paper``, MarsRL's verbatim Verifier system prompt and user message
+(the default, for every evaluation); ``compact``, ours (NOT the paper's), one short Verifier user message with the
+judged solution last, for tiny offline models that cannot use a number buried in the ~2.9k-token verbatim prompt.
+Both share the Corrector's verbatim prompt (``vc/corrector.user.txt``); the Solver gets the bare problem."""
 
 _VERDICT_FIELD = re.compile(r"\bcorrectness\b", re.IGNORECASE)
 _FIELD_MARKUP = " \t\r\n*_`:"
@@ -113,23 +110,18 @@ async def ask_solver(recorder: EpisodeRecorder, attempt: int = 0) -> ModelCall:
     )
 
 
-def verifier_messages(problem: str, solution: str, prompt: VerifierPrompt = "paper") -> list[Message]:
+def verifier_messages(problem: str, solution: str, prompts: str = DEFAULT_PROMPTS) -> list[Message]:
     """The Verifier's messages judging ``solution`` (the text a Solver/Corrector handed on) to ``problem``."""
-    system, user = _VERIFIER_PROMPT_FILES[prompt]
-    head: list[Message] = [] if system is None else [{"role": "system", "content": load_prompt(system)}]
-    return [
-        *head,
-        {"role": "user", "content": fill(load_prompt(user), {"problem": problem, "solution": solution})},
-    ]
+    return prompt_set("vc", prompts).messages(VERIFIER, {"problem": problem, "solution": solution})
 
 
 async def ask_verifier(
-    recorder: EpisodeRecorder, solution: ModelCall, turn: int, prompt: VerifierPrompt = "paper"
+    recorder: EpisodeRecorder, solution: ModelCall, turn: int, prompts: str = DEFAULT_PROMPTS
 ) -> ModelCall:
-    """One Verifier call judging ``solution`` (a Solver or Corrector call) with the ``prompt`` Verifier prompt;
+    """One Verifier call judging ``solution`` (a Solver or Corrector call) with the prompt set ``prompts``;
     records ``verdict`` (``None`` when truncated or unparsable), ``truncated`` and ``candidate`` (the judged call's
     id) in the call's meta."""
-    messages = verifier_messages(recorder.episode.question, solution_text(solution), prompt)
+    messages = verifier_messages(recorder.episode.question, solution_text(solution), prompts)
     call = await recorder.ask(VERIFIER, messages, parent=solution.id, turn=turn)
     truncated = call.reply.finish_reason == "length"
     verdict = None if truncated else parse_verdict(strip_thinking(call.reply.text))
@@ -138,21 +130,20 @@ async def ask_verifier(
 
 
 async def ask_corrector(
-    recorder: EpisodeRecorder, report: ModelCall, turn: int, cut: BugReport = "findings"
+    recorder: EpisodeRecorder,
+    report: ModelCall,
+    turn: int,
+    cut: BugReport = "findings",
+    prompts: str = DEFAULT_PROMPTS,
 ) -> ModelCall:
     """One Corrector call revising the solution ``report`` (a Verifier call) judged: it continues that solution's
     conversation (the problem, the solution as an assistant turn) with the report's bug report (``cut``)."""
     solution = recorder.episode.calls[VerifierOutcome.of(report.meta).candidate]
+    findings = bug_report(strip_thinking(report.reply.text), cut)
     messages = [
         {"role": "user", "content": recorder.episode.question},
         {"role": "assistant", "content": solution_text(solution)},
-        {
-            "role": "user",
-            "content": fill(
-                load_prompt("vc_correction"),
-                {"bug_report": bug_report(strip_thinking(report.reply.text), cut)},
-            ),
-        },
+        *prompt_set("vc", prompts).messages(CORRECTOR, {"bug_report": findings}),
     ]
     return await recorder.ask(CORRECTOR, messages, parent=report.id, turn=turn)
 
@@ -175,9 +166,9 @@ async def _solve(recorder: EpisodeRecorder, attempts: int) -> ModelCall | None:
 
 
 async def _verify(
-    recorder: EpisodeRecorder, candidate: _Candidate, turn: int, prompt: VerifierPrompt
+    recorder: EpisodeRecorder, candidate: _Candidate, turn: int, prompts: str
 ) -> tuple[ModelCall, bool]:
-    call = await ask_verifier(recorder, candidate.call, turn, prompt)
+    call = await ask_verifier(recorder, candidate.call, turn, prompts)
     passed = VerifierOutcome.of(call.meta).verdict is True
     candidate.passes += passed
     return call, passed
@@ -195,7 +186,7 @@ async def run(
     accept_after: AtLeastOne = 4,
     max_iterations: NonNegative = 10,
     solver_attempts: AtLeastOne = 3,
-    verifier_prompt: VerifierPrompt = "paper",
+    prompts: Prompts = DEFAULT_PROMPTS,
     bug_report: BugReport = "findings",
 ) -> Episode:
     """One V-C run; ``final_answer`` is the accepted (or fallback) solution, ``answers["solver"]`` the first one.
@@ -211,19 +202,21 @@ async def run(
     candidate = _Candidate(solved, solution_text(solved))
     candidates = [candidate]
     episode.answers[SOLVER_ANSWER] = candidate.text
-    report, passed = await _verify(recorder, candidate, 0, verifier_prompt)
+    report, passed = await _verify(recorder, candidate, 0, prompts)
     streak, outcome, iterations = int(passed), "iteration_limit", 0
     while streak < accept_after and iterations < max_iterations:
         iterations += 1
         if not passed:
-            corrected = await ask_corrector(recorder, report, turn=iterations, cut=bug_report)
+            corrected = await ask_corrector(
+                recorder, report, turn=iterations, cut=bug_report, prompts=prompts
+            )
             if corrected.reply.finish_reason == "length":
                 outcome = "corrector_truncated"
                 break
             candidate = _Candidate(corrected, solution_text(corrected))
             candidates.append(candidate)
             streak = 0
-        report, passed = await _verify(recorder, candidate, iterations, verifier_prompt)
+        report, passed = await _verify(recorder, candidate, iterations, prompts)
         streak = streak + 1 if passed else 0
     accepted = streak >= accept_after
     chosen = candidate if accepted else _fallback(candidates)

@@ -256,7 +256,9 @@ async def test_appendix_prompts_behind_the_switch(doubles):
         in update.messages[1]["content"]
     )
     assert "<predicted_answer>" in episode.calls[0].messages[0]["content"]
-    with pytest.raises(ValueError, match="unknown M-ASK prompts 'paper'; valid: code, appendix, compact"):
+    with pytest.raises(
+        ValueError, match="no prompt set 'paper'; choose -T prompts= one of appendix, code, compact"
+    ):
         await mask.run(QUESTION, chat, toolbox, prompts="paper")
 
 
@@ -273,7 +275,7 @@ async def test_the_verbatim_prompt_sets_build_the_same_messages_as_before_the_co
     import hashlib
     import json
 
-    tag = mask.prompt_set(prompts).answer_tag
+    tag = mask.LAYOUTS[prompts].answer_tag
     toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
     chat = doubles.Chat(
         {

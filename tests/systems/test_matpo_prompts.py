@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.prompts.sets import prompt_set
 from harness.systems import matpo, run_system
 from trainer.demos.matpo import TOOL_USE
 
@@ -81,7 +82,8 @@ _SUMMARY_VECTORS = json.loads((Path(__file__).parent / "vectors" / "matpo_summar
 def test_summary_prompts_equal_matpos_renderings_byte_for_byte(case):
     # rendered by MATPO's own generate_agent_summarize_prompt (see the file's "source"): its f-strings start and
     # end with a newline
-    prompts = matpo.PROMPT_SETS["paper"]
-    assert prompts.planner_summary_prompt(case["main_query"], case["failed"]) == case["planner_summary"]
-    worker = prompts.worker_summary_prompt(case["main_query"], case["subtask"], case["failed"])
+    prompts = prompt_set("matpo", "paper")
+    planner = matpo.planner_summary_prompt(prompts, case["main_query"], case["failed"])
+    assert planner == case["planner_summary"]
+    worker = matpo.worker_summary_prompt(prompts, case["main_query"], case["subtask"], case["failed"])
     assert worker == case["worker_summary"]

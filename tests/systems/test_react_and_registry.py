@@ -26,20 +26,20 @@ async def test_react_hands_raw_tool_output_back_to_the_same_agent(doubles):
 
 
 def test_every_prompt_names_its_source_and_loads():
-    files = sorted(PROMPT_DIR.glob("*.txt"))
+    files = sorted(PROMPT_DIR.rglob("*.txt"))
     assert len(files) >= 20
     for path in files:
         assert path.read_text(encoding="utf-8").startswith("# Source: "), path.name
-        assert load_prompt(path.stem).strip()
+        assert load_prompt(path.relative_to(PROMPT_DIR).with_suffix("").as_posix()).strip()
 
 
 def test_every_compact_prompt_says_it_is_ours_not_the_papers_and_which_option_picks_it():
-    files = sorted(PROMPT_DIR.glob("*_compact*.txt"))
-    systems = {path.name.split("_", 1)[0] for path in files}
+    files = sorted(PROMPT_DIR.glob("*/compact/*.txt"))
+    systems = {path.relative_to(PROMPT_DIR).parts[0] for path in files}
     assert systems == {"mars", "mask", "matpo", "vc"}, systems
     for path in files:
         header = path.read_text(encoding="utf-8").splitlines()[0]
-        assert "ours" in header and "NOT the paper's" in header and "compact" in header, path.name
+        assert "ours" in header and "NOT the paper's" in header and "option prompts: compact" in header, path
 
 
 def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp_path):
@@ -55,7 +55,7 @@ def test_prompt_file_reader_strips_the_header_and_refuses_a_file_without_one(tmp
 def test_tool_call_example_in_the_prompt_uses_the_tools_argument_names():
     # harness.tools' search/scholar/retrieve take ``query`` (a string or a list of strings)
     # the earlier blocks are empty tag mentions; the last one is the worked example
-    *_, example = parse_tool_calls(load_prompt("mars_tool_description"))
+    *_, example = parse_tool_calls(load_prompt("mars/tool_description"))
     assert example.error is None and example.name == "search"
     assert list(example.arguments) == ["query"] and '{"query":' in TOOL_DESCRIPTIONS["search"]
     assert example.purpose

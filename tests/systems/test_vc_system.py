@@ -202,21 +202,23 @@ async def test_bad_options_are_named():
 
 
 def test_marsrl_prompts_keep_the_official_leading_and_trailing_newlines():
-    from harness.prompts import fill, load_prompt
+    from harness.prompts import fill
+    from harness.prompts.sets import prompt_set
 
     # vc_reasoning_system.py: the verifier's system prompt and user f-string, and the correction message
     # (correction_prompt and the bug report joined by "\n"), as the model sees them
-    assert load_prompt("vc_verifier_system").startswith("\nYou are an expert mathematician")
-    assert load_prompt("vc_verifier_system").endswith("**Correctness:** Wrong\n")
-    user = fill(load_prompt("vc_verifier_user"), {"problem": "P", "solution": "S"})
+    paper = prompt_set("vc", "paper")
+    assert paper.system_prompt("verifier").startswith("\nYou are an expert mathematician")
+    assert paper.system_prompt("verifier").endswith("**Correctness:** Wrong\n")
+    user = fill(paper.user_template("verifier"), {"problem": "P", "solution": "S"})
     assert user.startswith("\n======") and "\n\nS\n\n\n### Verification Task Reminder ###\n\n" in user
     assert user.endswith("as described in the system instructions.\n\n")
-    assert fill(load_prompt("vc_correction"), {"bug_report": "B"}).endswith("in the system prompt.\n\nB")
+    assert fill(paper.user_template("corrector"), {"bug_report": "B"}).endswith("in the system prompt.\n\nB")
 
 
 PAPER_VERIFIER_SHA256 = "563a43b9d7bf9d8df0fcb97b6e33b6c77ad4b2100fe53e9b96891997a9f99261"
 """sha256 of the JSON of the Verifier's messages on "What is 3 + 4?" / "So \\boxed{7}", as the code before the
-``verifier_prompt`` option built them (the paper's verbatim system prompt and user message)."""
+``prompts`` option built them (the paper's verbatim system prompt and user message)."""
 
 
 async def test_the_default_verifier_prompt_is_the_papers_byte_for_byte(doubles):
@@ -232,9 +234,7 @@ async def test_the_default_verifier_prompt_is_the_papers_byte_for_byte(doubles):
 
 async def test_the_compact_verifier_prompt_is_ours_short_and_puts_the_judged_solution_last(doubles):
     chat = doubles.Chat({"solver": ["<think>x</think>So \\boxed{5}"], "verifier": [WRONG]})
-    episode = await vc.run(
-        "What is 3 + 4?", chat, None, accept_after=1, max_iterations=0, verifier_prompt="compact"
-    )
+    episode = await vc.run("What is 3 + 4?", chat, None, accept_after=1, max_iterations=0, prompts="compact")
     [message] = episode.calls[1].messages  # no system prompt
     assert message["role"] == "user" and message["content"].endswith("\nSolution: So \\boxed{5}")
     assert "What is 3 + 4?" in message["content"] and len(message["content"]) < 300
@@ -242,8 +242,8 @@ async def test_the_compact_verifier_prompt_is_ours_short_and_puts_the_judged_sol
     assert episode.calls[1].meta["verdict"] is False
 
 
-async def test_a_bad_verifier_prompt_is_named_with_the_choices():
+async def test_a_bad_prompt_set_is_named_with_the_choices():
     with pytest.raises(
-        ValueError, match=r"verifier_prompt: 'short' is not a valid choice; choose one of paper, compact"
+        ValueError, match=r"prompts: 'short' is not a valid choice; choose one of paper, compact"
     ):
-        await run_system("vc", PROBLEM, None, None, verifier_prompt="short")
+        await run_system("vc", PROBLEM, None, None, prompts="short")

@@ -11,6 +11,7 @@ from inspect_ai.util import registry_info
 from harness.cli import main as mara
 from harness.datasets.specs import BENCHMARKS
 from harness.evaluation import benchmark_task
+from harness.prompts.sets import prompt_sets
 from harness.systems import SYSTEMS
 from harness.systems.options import option_names
 from harness.task_listing import registered_tasks
@@ -65,6 +66,20 @@ def test_mara_tasks_lists_each_systems_own_options(capsys):
         elif not line.strip():
             system = None
     assert listed == {name: option_names(spec.run) for name, spec in SYSTEMS.items()}
+
+
+def test_mara_tasks_shows_each_systems_prompt_sets_from_the_registry(capsys):
+    assert mara(["tasks", "aime2025"]) == 0
+    rows = {}
+    for line in capsys.readouterr().out.splitlines():
+        if "  roles: " in line:
+            system = line.split()[0]
+        elif line.lstrip().startswith("prompts "):
+            rows[system] = line
+    assert set(rows) == {name for name in SYSTEMS if prompt_sets(name)} == {"mars", "matpo", "mask", "vc"}
+    for system, row in rows.items():
+        assert all(f"'{name}'" in row for name in prompt_sets(system)), row
+        assert row.endswith(f"sets in harness/prompts/{system}/; ours, not the paper's: compact"), row
 
 
 def test_an_unknown_task_name_suggests_the_closest(capsys):

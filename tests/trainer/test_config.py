@@ -210,11 +210,11 @@ def test_the_system_and_its_options_are_checked_at_load(tmp_path):
     )
 
 
-def test_a_bad_verifier_prompt_fails_at_load_in_one_line(tmp_path):
+def test_a_bad_prompt_set_fails_at_load_in_one_line(tmp_path):
     assert (
-        "task.system_options: system 'vc' options: verifier_prompt: 'short' is not a valid choice; "
+        "task.system_options: system 'vc' options: prompts: 'short' is not a valid choice; "
         "choose one of paper, compact"
-    ) in refused(tmp_path, "task: {system: vc, system_options: {verifier_prompt: short}}\n")
+    ) in refused(tmp_path, "task: {system: vc, system_options: {prompts: short}}\n")
 
 
 def test_a_bad_matpo_prompts_value_fails_at_load_in_one_line(tmp_path):

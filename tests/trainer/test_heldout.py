@@ -105,7 +105,7 @@ def test_the_verifier_probe_counts_what_a_hand_count_gives():
     ]
     trainer = SimpleNamespace(
         config=SimpleNamespace(
-            task=SimpleNamespace(system_options={"verifier_prompt": "compact"}),
+            task=SimpleNamespace(system_options={"prompts": "compact"}),
             eval=SimpleNamespace(samples=2),
             seed=0,
         ),
@@ -133,7 +133,7 @@ task:
   args: {{n_prompts: 8, min_operand: 1, totals: [4, 6], heldout_totals: [9], heldout_prompts: 2,
           solver_skill: 0.5}}
   system: vc
-  system_options: {{verifier_prompt: compact}}
+  system_options: {{prompts: compact}}
 rollout: {{prompts_per_step: 2, group_size: 2, max_tokens: 12}}
 algorithm:
   method: marsrl

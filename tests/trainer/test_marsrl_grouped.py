@@ -308,13 +308,13 @@ def test_one_grouped_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     assert scripted["reward_mean"] == pytest.approx(2 / 10)  # 10 rows, rewards summing to 2
 
 
-def test_grouped_rollouts_ask_the_verifier_with_the_recipes_verifier_prompt():
+def test_grouped_rollouts_ask_the_verifier_with_the_recipes_prompt_set():
     from harness.systems.vc import verifier_messages
 
     config = from_dict(
         TrainConfig,
         {
-            "task": {"system": "vc", "system_options": {"verifier_prompt": "compact"}},
+            "task": {"system": "vc", "system_options": {"prompts": "compact"}},
             "algorithm": {"method": "marsrl", "marsrl": {"rollout": "grouped", "agents": 2}},
             "rollout": {"group_size": 2},
         },

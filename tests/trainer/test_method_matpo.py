@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
-from harness.prompts import load_prompt
+from harness.prompts.sets import prompt_set
 from trainer.config import TaskConfig
 from trainer.engine import Trainer
 from trainer.methods.base import GroupNorm
@@ -76,7 +76,7 @@ def test_format_score_is_matpos_check_over_the_planners_turns():
 @pytest.mark.parametrize("case", _MATPO_VECTORS["cases"], ids=lambda case: case["role"])
 def test_format_reward_equals_matpos_check_mcp_format(case):
     # computed by running MATPO's check_mcp_format (see the file's "source")
-    system = load_prompt(f"matpo_{case['role']}_system")
+    system = prompt_set("matpo", "paper").system_prompt(case["role"])
     assert format_reward(system, case["replies"]) == case["fmt"]
 
 

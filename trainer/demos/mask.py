@@ -20,7 +20,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.mask import ANSWER, PLAN, PROMPT_SETS, SEARCH, SUMMARY, UPDATE
+from harness.systems.mask import ANSWER, LAYOUTS, PLAN, SEARCH, SUMMARY, UPDATE
 from harness.systems.types import Message
 from trainer.demos.text import (
     country,
@@ -42,12 +42,12 @@ def answer_tag(messages: list[Message]) -> str:
     """The answer tag of the prompt version the system runs, read from its instructions (the system message, or
     the user message of a set without one)."""
     instructions = last_content(messages, "system") or last_content(messages, "user")
-    return next(p.answer_tag for p in PROMPT_SETS.values() if f"<{p.answer_tag}>" in instructions)
+    return next(p.answer_tag for p in LAYOUTS.values() if f"<{p.answer_tag}>" in instructions)
 
 
 def searched_before(user: str) -> bool:
     """Whether the Search agent's history lists a search (its empty marker depends on the prompt version)."""
-    return not any(p.no_searches in user for p in PROMPT_SETS.values())
+    return not any(p.no_searches in user for p in LAYOUTS.values())
 
 
 def reply(

@@ -6,8 +6,8 @@ One question becomes ONE episode holding a tree of calls, every call a training 
 2. each later agent -- Verifier1, Corrector1, Verifier2, Corrector2, the paper's five, cut at ``agents`` -- chooses
    2 outputs of the agent before it (pooled over all of that agent's groups) and samples ``group_size`` outputs on
    EACH, through the V-C system's own steps (``harness.systems.vc.ask_verifier`` / ``ask_corrector``), the
-   Verifier with the vc system's ``verifier_prompt``, the Corrector with its ``bug_report`` (the only vc options a
-   fixed tree has: ``GROUPED_OPTIONS``).
+   Verifier and Corrector with the vc system's ``prompts`` set, the Corrector with its ``bug_report`` (the only vc
+   options a fixed tree has: ``GROUPED_OPTIONS``).
 
 What may be chosen: a Verifier judges only untruncated solutions (the evaluation loop never verifies a truncated
 one); a Corrector revises only after a report whose verdict is Wrong ("the Corrector exclusively samples outputs
@@ -45,10 +45,10 @@ from typing import Literal
 from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Outcome, VerifierOutcome
 from harness.systems.vc import (
     CORRECTOR,
+    DEFAULT_PROMPTS,
     SOLVER,
     VERIFIER,
     BugReport,
-    VerifierPrompt,
     ask_corrector,
     ask_solver,
     ask_verifier,
@@ -59,7 +59,7 @@ STAGES = (SOLVER, VERIFIER, CORRECTOR, VERIFIER, CORRECTOR)
 """The paper's five training agents in order: Solver, Verifier1, Corrector1, Verifier2, Corrector2."""
 INPUTS_PER_AGENT = 2
 """How many of the previous agent's outputs each later agent samples a group on (§3.3)."""
-GROUPED_OPTIONS = ("verifier_prompt", "bug_report")
+GROUPED_OPTIONS = ("prompts", "bug_report")
 """The vc system options a grouped rollout takes (``task.system_options``); the loop's own (``accept_after``,
 ``max_iterations``, ``solver_attempts``) do not apply to a fixed tree of agents without retries."""
 
@@ -121,7 +121,7 @@ async def grouped_rollout(
     selection: str,
     agents: int,
     rng: random.Random,
-    verifier_prompt: VerifierPrompt = "paper",
+    prompts: str = DEFAULT_PROMPTS,
     bug_report: BugReport = "findings",
 ) -> Episode:
     """One question's grouped agentic rollout (module docstring) as one ``vc`` episode whose calls form the tree;
@@ -152,9 +152,9 @@ async def grouped_rollout(
         outcome.chosen[agent] = [call.id for call in chosen]
         verifying = STAGES[stage] == VERIFIER
         ask = (
-            partial(ask_verifier, prompt=verifier_prompt)
+            partial(ask_verifier, prompts=prompts)
             if verifying
-            else partial(ask_corrector, cut=bug_report)
+            else partial(ask_corrector, cut=bug_report, prompts=prompts)
         )
         outputs = list(
             await asyncio.gather(

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from harness.prompts import load_prompt
-from harness.systems.matpo import PLANNER, PROMPT_SETS, WORKER
+from harness.prompts.sets import prompt_set
+from harness.systems.matpo import PLANNER, WORKER
 from harness.systems.types import Episode
 from trainer.advantages import broadcast
 from trainer.methods.base import (
@@ -42,7 +42,7 @@ ACC_WEIGHT, FMT_WEIGHT = 0.9, 0.1
 
 def format_score(episode: Episode) -> float:
     """MATPO's ``fmt`` of the rollout: ``check_mcp_format`` over the planner's replies (module docstring)."""
-    schemas = load_prompt(PROMPT_SETS["paper"].planner_system)
+    schemas = prompt_set("matpo", "paper").system_prompt(PLANNER) or ""
     return format_reward(schemas, [call.reply.text for call in episode.calls_by_role(PLANNER)])
 
 

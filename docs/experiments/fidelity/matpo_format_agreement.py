@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.prompts import load_prompt
+from harness.prompts.sets import prompt_set
 from trainer.methods.mcp_format import format_reward
 
 BEFORE = "c6eca9d"
@@ -27,7 +27,8 @@ def before(role: str, replies: list[str]) -> float:
 cases = json.loads(Path("tests/trainer/vectors/matpo_mcp_format.json").read_text())["cases"]
 same_before = sum(before(c["role"], c["replies"]) == c["fmt"] for c in cases)
 same_after = sum(
-    format_reward(load_prompt(f"matpo_{c['role']}_system"), c["replies"]) == c["fmt"] for c in cases
+    format_reward(prompt_set("matpo", "paper").system_prompt(c["role"]), c["replies"]) == c["fmt"]
+    for c in cases
 )
 print(
     f"MATPO check_mcp_format reproduced: before {same_before}/{len(cases)}, after {same_after}/{len(cases)}"

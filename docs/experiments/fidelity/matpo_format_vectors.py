@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from check_mcp_format import check_mcp_format  # noqa: E402
 
-PROMPTS = Path("harness/prompts")
+PROMPTS = Path("harness/prompts/matpo/paper")
 TOOL_RESPONSE = "Tool result: The capital of Arvena is Lomir."
 
 
@@ -57,7 +57,7 @@ WORKER = [
 ]
 cases = []
 for role, replies_list in (("planner", PLANNER), ("worker", WORKER)):
-    system = (PROMPTS / f"matpo_{role}_system.txt").read_text().partition("\n")[2].removesuffix("\n")
+    system = (PROMPTS / f"{role}.system.txt").read_text().partition("\n")[2].removesuffix("\n")
     for replies in replies_list:
         response = f"\nuser\n{TOOL_RESPONSE}\nassistant\n".join(replies)
         cases.append({"role": role, "replies": replies, "fmt": check_mcp_format(None, system, response)})

@@ -6,15 +6,16 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matp
 import json
 from pathlib import Path
 
-from harness.systems.matpo import PROMPT_SETS
+from harness.prompts.sets import prompt_set
+from harness.systems.matpo import planner_summary_prompt, worker_summary_prompt
 
 cases = json.loads(Path("tests/systems/vectors/matpo_summary_prompts.json").read_text())["cases"]
-prompts = PROMPT_SETS["paper"]
+prompts = prompt_set("matpo", "paper")
 same = 0
 for case in cases:
-    same += prompts.planner_summary_prompt(case["main_query"], case["failed"]) == case["planner_summary"]
+    same += planner_summary_prompt(prompts, case["main_query"], case["failed"]) == case["planner_summary"]
     same += (
-        prompts.worker_summary_prompt(case["main_query"], case["subtask"], case["failed"])
+        worker_summary_prompt(prompts, case["main_query"], case["subtask"], case["failed"])
         == case["worker_summary"]
     )
 print(f"byte-identical renderings: {same}/{2 * len(cases)}")

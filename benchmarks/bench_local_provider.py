@@ -203,7 +203,8 @@ def test_transformers_continuous_batching(benchmark, tiny, concurrent):
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     from harness.chat_template import render_prompt
-    from harness.providers.generation import Sampling, generate
+    from harness.providers.generation import generate
+    from harness.providers.sampling import Sampling
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
     prompts = [

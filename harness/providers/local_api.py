@@ -66,17 +66,12 @@ from harness.chat_template import render_prompt, template_renders_tools
 from harness.prerequisites import one_line_errors
 from harness.providers.backends import choose_backend
 from harness.providers.batching import RequestBatcher
-from harness.providers.generation import (
-    Completion,
-    DecodeBatch,
-    Sampling,
-    context_length,
-    generate,
-    unmergeable_cache_reason,
-)
+from harness.providers.generation import Completion, DecodeBatch, context_length, generate
+from harness.providers.kv_slots import unmergeable_cache_reason
 from harness.providers.loading import LoadedModel, default_device, load_checkpoint
 from harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
 from harness.providers.resolve import ResolvedCheckpoint, resolve_checkpoint
+from harness.providers.sampling import Sampling
 from harness.providers.scheduler import ContinuousBatcher, GenerationRequest
 from harness.typed_config import config_dataclass, validate
 from judges.inspect_compat import (

@@ -108,7 +108,7 @@ def test_a_re_rendered_multi_turn_sample_holds_the_exact_prompt_ids_the_policy_g
 
     import harness.providers.local_api as local_api
     import trainer.samples as samples
-    from harness.providers.generation import Sampling
+    from harness.providers.sampling import Sampling
     from trainer.policy import PolicyChat
 
     assert local_api.render_prompt is samples.render_prompt  # generation and training: one renderer

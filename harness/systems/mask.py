@@ -27,19 +27,15 @@ from typing import Literal
 
 from harness.prompts import fill, load_prompt
 from harness.systems.options import NonNegative
-from harness.systems.parsing import last_tag, strip_thinking
-from harness.systems.types import (
-    Chat,
-    Episode,
-    EpisodeRecorder,
+from harness.systems.outcomes import (
     IntermediateAnswer,
     MaskOutcome,
-    ModelCall,
     PlanOutcome,
     SearchOutcome,
-    Toolbox,
     UpdateOutcome,
 )
+from harness.systems.parsing import last_tag, strip_thinking
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from harness.tools.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"

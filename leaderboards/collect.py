@@ -23,7 +23,6 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import fsspec
@@ -34,25 +33,15 @@ from inspect_ai.log import (
     read_eval_log,
     read_eval_log_sample_summaries,
 )
-from inspect_ai.model import ModelUsage
 from inspect_ai.scorer import value_to_float
 
-from harness.systems.accounting import Price, default_prices, price_of
 from judges import registry as judge_registry
-from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.metrics import is_unscored
+from leaderboards.metrics import judge_metrics, log_metrics
+from leaderboards.records import RunRecord, SampleScore
 from leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
-from leaderboards.stats import Z95, wilson_interval
 
 ANSWER_CHARS = 500
-MEAN_METRICS = frozenset({"accuracy", "mean"})
-"""Metrics that are the mean sample score, so they get a 95% CI: Wilson for 0/1 scores, else from the
-standard error (Inspect's ``stderr`` metric, or computed from the samples)."""
-
-JUDGE_SCORE = "judge"
-"""The stored score name of what grading cost (``_judge_metrics``)."""
-GRADER_ROLES = (GRADER_ROLE, SECOND_GRADER_ROLE)
-
 _to_float = value_to_float()
 
 
@@ -62,62 +51,6 @@ class SkippedLogWarning(UserWarning):
 
 class UnusableLog(ValueError):
     """Raised by :func:`read_run` for a log that cannot become a row."""
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    score: str
-    metric: str
-    value: float
-    stderr: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-
-@dataclass(frozen=True)
-class SampleScore:
-    score: str
-    sample_id: str
-    value: float
-    answer: str | None = None
-
-
-@dataclass
-class RunRecord:
-    """One evaluated log, flattened for the history store."""
-
-    log_hash: str
-    log_location: str
-    checkpoint: str
-    model: str
-    task: str
-    inspect_task: str
-    system: str
-    protocol: str
-    judge: str
-    judge_model: str | None
-    dataset_hash: str
-    code_version: str | None
-    created: datetime
-    night: str
-    suite: str | None
-    headline_score: str | None
-    headline_metric: str | None
-    tool_snapshot: str | None = None
-    """The tool responses the run saw (``tool_snapshot_label``); ``None``: the live web, no tool cache."""
-    n_samples: int = 0
-    """Distinct sample ids in the log, scored or not."""
-    unscored: int = 0
-    """Samples with an attempt the grader could not judge, or that errored (left out of the sample rows)."""
-    metrics: list[MetricValue] = field(default_factory=list)
-    samples: list[SampleScore] = field(default_factory=list)
-
-    @property
-    def headline(self) -> MetricValue | None:
-        return next(
-            (m for m in self.metrics if (m.score, m.metric) == (self.headline_score, self.headline_metric)),
-            None,
-        )
 
 
 def list_logs(location: str) -> list[str]:
@@ -199,8 +132,8 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         n_samples=len({str(summary.id) for summary in summaries}),
         unscored=_unscored(summaries, headline_score),
         metrics=[
-            *_metrics(log, samples, (headline_score, headline_metric)),
-            *_judge_metrics(log, len(summaries)),
+            *log_metrics(log, samples, (headline_score, headline_metric)),
+            *judge_metrics(log, len(summaries)),
         ],
         samples=samples,
     )
@@ -283,81 +216,6 @@ def _numeric(raw: object) -> float | None:
         return None
     value = _to_float(raw)
     return None if math.isnan(value) else float(value)
-
-
-def _metrics(
-    log: EvalLog, samples: list[SampleScore], headline: tuple[str | None, str | None]
-) -> list[MetricValue]:
-    """Every metric of the log; the mean metrics and the headline get a 95% CI."""
-    by_score: dict[str, list[float]] = defaultdict(list)
-    for sample in samples:
-        by_score[sample.score].append(sample.value)
-    metrics = []
-    for score in log.results.scores if log.results else []:
-        stderr_metric = score.metrics.get("stderr")
-        stderr = stderr_metric.value if stderr_metric else _stderr(by_score.get(score.name, []))
-        for name, metric in score.metrics.items():
-            value = float(metric.value)
-            if math.isnan(value):  # undefined (a cost without a price): left blank, never stored as a number
-                continue
-            if name in MEAN_METRICS or (score.name, name) == headline:
-                low, high = _mean_interval(value, stderr, by_score.get(score.name, []))
-                metrics.append(MetricValue(score.name, name, value, stderr, low, high))
-            else:
-                metrics.append(MetricValue(score.name, name, value))
-    return metrics
-
-
-def _judge_metrics(log: EvalLog, attempts: int) -> list[MetricValue]:
-    """What grading cost per attempt, apart from the agent's own ``accounting``: the graders' tokens (roles
-    ``grader`` and ``grader2`` together, from Inspect's per-role usage) and dollars where every grader has a price."""
-    usage = (log.stats.role_usage if log.stats else None) or {}
-    graded = [(role, usage[role]) for role in GRADER_ROLES if role in usage]
-    if not graded or attempts == 0:
-        return []
-    roles = log.eval.model_roles or {}
-    prices = default_prices()
-    tokens_in = sum(u.input_tokens for _, u in graded)
-    tokens_out = sum(u.output_tokens for _, u in graded)
-    metrics = [
-        MetricValue(JUDGE_SCORE, "input_tokens", tokens_in / attempts),
-        MetricValue(JUDGE_SCORE, "output_tokens", tokens_out / attempts),
-    ]
-    costs = [_usage_cost(_role_model(roles.get(role)), used, prices) for role, used in graded]
-    if all(cost is not None for cost in costs):
-        metrics.append(MetricValue(JUDGE_SCORE, "cost_usd", sum(costs) / attempts))
-    return metrics
-
-
-def _role_model(config: object) -> str | None:
-    configs = config if isinstance(config, list) else [config]
-    return configs[0].model if configs and configs[0] is not None else None
-
-
-def _usage_cost(model: str | None, usage: ModelUsage, prices: dict[str, Price]) -> float | None:
-    price = price_of(model, prices)
-    if price is None:
-        return None
-    return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
-
-
-def _mean_interval(
-    value: float, stderr: float | None, samples: list[float]
-) -> tuple[float | None, float | None]:
-    """95% CI of a mean score: Wilson for 0/1 sample scores, else ``value ± 1.96 stderr`` (None without one)."""
-    if samples and all(v in (0.0, 1.0) for v in samples):
-        return wilson_interval(sum(samples), len(samples))
-    if stderr is None or math.isnan(stderr):
-        return None, None
-    return value - Z95 * stderr, value + Z95 * stderr
-
-
-def _stderr(values: list[float]) -> float | None:
-    n = len(values)
-    if n < 2:
-        return None
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
 
 
 def _first_metric(score) -> str | None:

@@ -33,17 +33,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from leaderboards.collect import (
-    MetricValue,
-    RunRecord,
-    SampleScore,
-    SkippedLogWarning,
-    UnusableLog,
-    file_hash,
-    file_stat,
-    list_logs,
-    read_run,
-)
+from leaderboards.collect import SkippedLogWarning, UnusableLog, file_hash, file_stat, list_logs, read_run
+from leaderboards.records import MetricValue, RunRecord, SampleScore
 
 SQLITE_BUSY_TIMEOUT_S = 60
 

@@ -130,7 +130,7 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         headline_metric=headline_metric,
         tool_snapshot=tool_snapshot_label(metadata.get("tool_cache")),
         n_samples=len({str(summary.id) for summary in summaries}),
-        unscored=_unscored(summaries, headline_score),
+        n_unscored=_unscored(summaries, headline_score),
         metrics=[
             *log_metrics(log, samples, (headline_score, headline_metric)),
             *judge_metrics(log, len(summaries)),

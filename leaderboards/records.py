@@ -50,7 +50,7 @@ class RunRecord:
     """The tool responses the run saw (``tool_snapshot_label``); ``None``: the live web, no tool cache."""
     n_samples: int = 0
     """Distinct sample ids in the log, scored or not."""
-    unscored: int = 0
+    n_unscored: int = 0
     """Samples with an attempt the grader could not judge, or that errored (left out of the sample rows)."""
     metrics: list[MetricValue] = field(default_factory=list)
     samples: list[SampleScore] = field(default_factory=list)

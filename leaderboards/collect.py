@@ -3,8 +3,10 @@
 One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
 dataset hash), judged how (scorers and judge model), the metrics with 95% CIs (Wilson for a mean of 0/1 scores),
 and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise.
-Identity comes from the task metadata written by :mod:`leaderboards.run` when present, else from the task args
-and the model.
+Identity comes from the task metadata written by :mod:`leaderboards.run` and by the harness (read through
+``harness.task_metadata.TaskMetadata``: system, protocol, judge, dataset hash, tool cache) when present, else from
+the task args and the model; a log that records no dataset hash (written before the harness recorded one) gets
+one computed from its sample summaries with the same ``dataset_hash`` function.
 
 The headline and the per-sample rows always agree: for a log of one of our judges (task metadata ``judge`` and
 ``judge_options``) the headline is the judge's declared one (``judges.registry.headline``: math → ``correct`` /
@@ -18,7 +20,6 @@ the metrics of a ``judge`` score, beside the agent's ``accounting``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import warnings
 from collections import defaultdict
@@ -35,6 +36,7 @@ from inspect_ai.log import (
 )
 from inspect_ai.scorer import value_to_float
 
+from harness.task_metadata import TaskMetadata, dataset_hash
 from judges import registry as judge_registry
 from judges.metrics import is_unscored
 from leaderboards.metrics import judge_metrics, log_metrics
@@ -107,6 +109,7 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
     except Exception as error:
         raise UnusableLog(f"samples cannot be read ({type(error).__name__}: {error})") from error
     metadata = log.eval.metadata or {}
+    task = TaskMetadata.read(metadata)
     task_args = log.eval.task_args or {}
     headline_score, headline_metric, keys = _headline(log)
     samples = _reduced_samples(summaries, keys)
@@ -117,18 +120,18 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         model=log.eval.model,
         task=str(metadata.get(META_TASK) or log.eval.task),
         inspect_task=log.eval.task,
-        system=str(task_args.get("system") or metadata.get("system") or _plan_name(log)),
-        protocol=_protocol_name(task_args.get("protocol") or metadata.get("protocol")),
-        judge=str(metadata.get("judge") or ",".join(sorted(s.name for s in log.eval.scorers or []))),
-        judge_model=_judge_model(log) or metadata.get("judge_model"),
-        dataset_hash=str(metadata.get("dataset_hash") or _dataset_hash(summaries)),
+        system=str(task_args.get("system") or task.system or _plan_name(log)),
+        protocol=_protocol_name(task_args.get("protocol") or task.protocol),
+        judge=str(task.judge or ",".join(sorted(s.name for s in log.eval.scorers or []))),
+        judge_model=_judge_model(log) or task.judge_model,
+        dataset_hash=task.dataset_hash or dataset_hash(summaries),
         code_version=_code_version(log),
         created=datetime.fromisoformat(log.eval.created),
         night=str(metadata.get(META_NIGHT) or log.eval.created[:10]),
         suite=metadata.get(META_SUITE),
         headline_score=headline_score,
         headline_metric=headline_metric,
-        tool_snapshot=tool_snapshot_label(metadata.get("tool_cache")),
+        tool_snapshot=tool_snapshot_label(task.tool_cache),
         n_samples=len({str(summary.id) for summary in summaries}),
         n_unscored=_unscored(summaries, headline_score),
         metrics=[
@@ -156,10 +159,10 @@ def _headline(log: EvalLog) -> tuple[str | None, str | None, dict[str, str]]:
     For one of our judges: the judge's declared headline, and the value key of each of its scorers (``math`` and
     the named-answer ones like ``math_solver``). Otherwise Inspect's resolved headline and no keys.
     """
-    metadata = log.eval.metadata or {}
-    judge = metadata.get("judge")
+    task = TaskMetadata.read(log.eval.metadata)
+    judge = task.judge
     if isinstance(judge, str) and judge in judge_registry.JUDGES:
-        declared = judge_registry.headline(judge, **(metadata.get("judge_options") or {}))
+        declared = judge_registry.headline(judge, **(task.judge_options or {}))
         names = [s.name for s in log.results.scores] if log.results else []
         keys = {name: declared.key for name in names if name == judge or name.startswith(f"{judge}_")}
         return judge, declared.metric, keys
@@ -220,18 +223,6 @@ def _numeric(raw: object) -> float | None:
 
 def _first_metric(score) -> str | None:
     return next(iter(score.metrics), None) if score else None
-
-
-def _dataset_hash(summaries: list[EvalSampleSummary]) -> str:
-    """SHA-256 over the sorted (id, input, target) of the samples: changes whenever the evaluated set changes."""
-    rows = sorted({(str(s.id), _text(s.input), json.dumps(s.target)) for s in summaries})
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
-
-
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps([getattr(message, "text", str(message)) for message in value])  # type: ignore[union-attr]
 
 
 def _protocol_name(protocol: object) -> str:

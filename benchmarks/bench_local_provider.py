@@ -203,7 +203,8 @@ def test_transformers_continuous_batching(benchmark, tiny, concurrent):
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     from harness.chat_template import render_prompt
-    from harness.providers.generation import Sampling, generate
+    from harness.providers.generation import generate
+    from harness.providers.sampling import Sampling
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
     prompts = [
@@ -264,7 +265,7 @@ TORCH_DEFAULT_THREADS = torch.get_num_threads()
 def test_one_cpu_thread_vs_torchs_default(benchmark, tiny, loop):
     """``-M threads`` default (1, ``CPU_THREADS``) against torch's default on the same model and 8 concurrent
     requests, in interleaved pairs: ratios of output tokens per wall second and per CPU second, 1 / default."""
-    from harness.providers.local_api import CPU_THREADS
+    from harness.providers.transformers_api import CPU_THREADS
 
     model = get_model(f"local/{tiny}", backend="hf", device="cpu", memoize=False)
     tokens_per_second(model, 8, loop)

@@ -52,7 +52,8 @@ import torch
 from _pairs import interleaved_pairs, ratio_spread
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import Sampling, generate
+from harness.providers.generation import generate
+from harness.providers.sampling import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig

@@ -3,12 +3,12 @@
 ``benchmark_task`` validates every option first (benchmark, protocol, epochs/reducers, judge, system and its
 options, data selection) so that a bad ``-T`` value stops the run at task creation, before any sample runs, with a
 message listing the valid values (one line under ``inspect eval``: ``harness.prerequisites``). The task's metadata
-records what was evaluated and how: benchmark, source and its revision or file sha256, row count, sha256 of the id
-list, protocol, judge and judge model, the tool cache (``tool_cache``: mode, store, snapshot and its id), and, for
-``local/`` models, the checkpoint each resolved to
-(``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for ``--model-role`` ones: path,
-step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which model served each agent role
-(``role_models``; per-role tokens are in the ``accounting`` score).
+is a ``harness.task_metadata.TaskMetadata``: what was evaluated and how -- benchmark, source and its revision or
+file sha256, row count, sha256 of the id list, a hash of the evaluated samples (``dataset_hash``), protocol, judge
+and judge model, the tool cache (``tool_cache``: mode, store, snapshot and its id), and, for ``local/`` models, the
+checkpoint each resolved to (``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for
+``--model-role`` ones: path, step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which
+model served each agent role (``role_models``; per-role tokens are in the ``accounting`` score).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from harness.prerequisites import one_line_errors
 from harness.protocols import Protocol, get_protocol
 from harness.providers.provenance import recorded
 from harness.systems import get_system, index_record, system_solver, tool_cache_summary
+from harness.task_metadata import TaskMetadata, dataset_hash
 from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from harness.typed_config import ConfigError, did_you_mean
 from judges import registry as judges
@@ -84,7 +85,9 @@ def _second_grader_roles(
     return {} if bound else {SECOND_GRADER_ROLE: get_model(second_grader)}
 
 
-def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
+def _checkpoint_records(
+    task_roles: dict[str, Model] | None,
+) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
     """What the run's ``local/`` models resolved to: the evaluated model's record and each role model's."""
     model = active_model()
     own = recorded(model.api) if model is not None else None
@@ -94,10 +97,7 @@ def _checkpoint_records(task_roles: dict[str, Model] | None) -> dict[str, Any]:
         for role, bound in sorted(roles.items())
         if isinstance(bound, Model) and (record := recorded(bound.api)) is not None
     }
-    return {
-        "resolved_checkpoint": own.as_dict() if own is not None else None,
-        "resolved_role_checkpoints": by_role,
-    }
+    return (own.as_dict() if own is not None else None), by_role
 
 
 def _check_option_names(system: str, system_options: dict[str, Any]) -> None:
@@ -198,23 +198,24 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         data_file=task.data_file,
         force_data=task.force_data,
     )
-    metadata = {
-        "dataset": loaded.provenance,
-        "system": system,
-        "system_options": effective_options,
-        "system_options_from_protocol": list(from_protocol),
-        "protocol": chosen.summary(),
-        "judge": judge_name,
-        "judge_options": judge_options,
-        "judge_model": _grader_name(task_roles) if uses_grader else None,
-        "second_judge_model": _grader_name(task_roles, SECOND_GRADER_ROLE)
-        if second_roles is not None
-        else None,
-        "role_models": _role_models(system_spec.roles, task_roles),
-        "tool_cache": tool_cache,
-        **_checkpoint_records(task_roles),
-        "retrieval_index": index_record(system_spec, system_spec.split_options(effective_options)[1]),
-    }
+    resolved_checkpoint, resolved_role_checkpoints = _checkpoint_records(task_roles)
+    metadata = TaskMetadata(
+        dataset=loaded.provenance,
+        dataset_hash=dataset_hash(loaded.dataset),
+        system=system,
+        system_options=effective_options,
+        system_options_from_protocol=list(from_protocol),
+        protocol=chosen.summary(),
+        judge=judge_name,
+        judge_options=judge_options,
+        judge_model=_grader_name(task_roles) if uses_grader else None,
+        second_judge_model=_grader_name(task_roles, SECOND_GRADER_ROLE) if second_roles is not None else None,
+        role_models=_role_models(system_spec.roles, task_roles),
+        tool_cache=tool_cache,
+        resolved_checkpoint=resolved_checkpoint,
+        resolved_role_checkpoints=resolved_role_checkpoints,
+        retrieval_index=index_record(system_spec, system_spec.split_options(effective_options)[1]),
+    )
     return Task(
         name=spec.name,
         dataset=loaded.dataset,
@@ -223,5 +224,5 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         epochs=chosen.epochs_spec(),
         config=chosen.generate,
         model_roles=task_roles,
-        metadata=metadata,
+        metadata=metadata.data(),
     )

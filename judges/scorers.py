@@ -14,6 +14,7 @@ names the role whose model grades (``grader2``: a second judge of the same sampl
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from inspect_ai.model import CachePolicy
@@ -57,6 +58,23 @@ def _no_response(value: dict[str, float], answer: str) -> Score:
     return Score(value=value, answer=None, reason="no_response", explanation=f"no '{answer}' answer to judge")
 
 
+Judge = Callable[[TaskState, Target, str], Awaitable[Score]]
+"""Judges one sample's response (the text to judge, never missing)."""
+
+
+def _judging(answer: str, missing: dict[str, float], judge: Judge) -> Scorer:
+    """The scorer that reads the text to judge (``response_to_judge(state, answer)``) and hands it to ``judge``;
+    a sample without that answer scores ``missing`` (wrong: the model's failure, not the judge's)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        response = response_to_judge(state, answer)
+        if response is None:
+            return _no_response(missing, answer)
+        return await judge(state, target, response)
+
+    return score
+
+
 def _graded(
     value: dict[str, float], outcome: GraderOutcome[Any], answer: str | None, **details: Any
 ) -> Score:
@@ -74,14 +92,11 @@ def _graded(
 def math_scorer(answer: str = "final") -> Scorer:
     """Final-answer extraction and math-verify equivalence; integer answers compared as integers."""
 
-    async def score(state: TaskState, target: Target) -> Score:
-        response = response_to_judge(state, answer)
-        if response is None:
-            return _no_response(_verdict_value(False), answer)
+    async def judge(state: TaskState, target: Target, response: str) -> Score:
         extracted, correct = cores.math_verdict(response, target.text)
         return Score(value=_verdict_value(correct), answer=extracted, metadata={"judge": "math"})
 
-    return score
+    return _judging(answer, _verdict_value(False), judge)
 
 
 @scorer(metrics=[lexical_summary()], name="lexical")
@@ -127,14 +142,11 @@ def equivalence_scorer(
     """An LLM (the grader role) answers yes/no: does the response match one of the gold answers?"""
     bounds = _grader_options(attempts, cache, timeout, grader_role)
 
-    async def score(state: TaskState, target: Target) -> Score:
-        response = response_to_judge(state, answer)
-        if response is None:
-            return _no_response(_verdict_value(False), answer)
+    async def judge(state: TaskState, target: Target, response: str) -> Score:
         outcome = await _equivalence_outcome(state, target.target, response, bounds)
         return _graded(_verdict_value(outcome.verdict), outcome, response, judge="equivalence")
 
-    return score
+    return _judging(answer, _verdict_value(False), judge)
 
 
 @scorer(metrics=VERDICT_METRICS, name="gaia")
@@ -152,10 +164,7 @@ def gaia_scorer(
     ``cascade=True``: a miss is re-judged by the LLM equivalence judge."""
     bounds = _grader_options(attempts, cache, timeout, grader_role)
 
-    async def score(state: TaskState, target: Target) -> Score:
-        response = response_to_judge(state, answer)
-        if response is None:
-            return _no_response(_verdict_value(False), answer)
+    async def judge(state: TaskState, target: Target, response: str) -> Score:
         extracted = math_judge.extract_answer(response, keep_final_stop=True) or response.strip()
         matched = quasi_exact_match(extracted, target.text, list_final_stop=list_final_stop)
         if matched or not cascade:
@@ -165,7 +174,7 @@ def gaia_scorer(
         outcome = await _equivalence_outcome(state, [target.text], extracted, bounds)
         return _graded(_verdict_value(outcome.verdict), outcome, extracted, judge="gaia", by="equivalence")
 
-    return score
+    return _judging(answer, _verdict_value(False), judge)
 
 
 @scorer(metrics=[simpleqa_summary(), unscored()], name="simpleqa")
@@ -179,10 +188,7 @@ def simpleqa_scorer(
     """The official SimpleQA grader: CORRECT / INCORRECT / NOT_ATTEMPTED."""
     bounds = _grader_options(attempts, cache, timeout, grader_role)
 
-    async def score(state: TaskState, target: Target) -> Score:
-        response = response_to_judge(state, answer)
-        if response is None:
-            return _no_response({**_verdict_value(False), "incorrect": 0.0, "not_attempted": 1.0}, answer)
+    async def judge(state: TaskState, target: Target, response: str) -> Score:
         prompt = simpleqa.grader_prompt(state.input_text, target.text, response)
         outcome = await ask_grader("simpleqa", prompt, simpleqa.parse_grade, **bounds)
         grade = outcome.verdict
@@ -190,7 +196,8 @@ def simpleqa_scorer(
         value |= {"incorrect": float(grade == "INCORRECT"), "not_attempted": float(grade == "NOT_ATTEMPTED")}
         return _graded(value, outcome, response, judge="simpleqa", grade=grade)
 
-    return score
+    missing = {**_verdict_value(False), "incorrect": 0.0, "not_attempted": 1.0}
+    return _judging(answer, missing, judge)
 
 
 @scorer(metrics=[verdict_summary(), wald_interval(), unscored(), calibration()], name="hle")
@@ -205,11 +212,7 @@ def hle_scorer(
     """The official HLE judge (structured output where the grader's provider supports it, strict text fallback)."""
     bounds = _grader_options(attempts, cache, timeout, grader_role)
 
-    async def score(state: TaskState, target: Target) -> Score:
-        response = response_to_judge(state, answer)
-        if response is None:
-            value = {**_verdict_value(False), "confidence": NAN, "confidence_out_of_range": 0.0}
-            return _no_response(value, answer)
+    async def judge(state: TaskState, target: Target, response: str) -> Score:
         prompt = hle.judge_prompt(state.input_text, response, target.text)
         schema = hle.RESPONSE_SCHEMA if structured else None
         outcome = await ask_grader("hle", prompt, hle.parse_verdict, schema=schema, **bounds)
@@ -224,4 +227,5 @@ def hle_scorer(
             value, outcome, extracted, judge="hle", reasoning=reasoning, reported_confidence=confidence
         )
 
-    return score
+    missing = {**_verdict_value(False), "confidence": NAN, "confidence_out_of_range": 0.0}
+    return _judging(answer, missing, judge)

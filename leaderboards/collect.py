@@ -3,8 +3,10 @@
 One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
 dataset hash), judged how (scorers and judge model), the metrics with 95% CIs (Wilson for a mean of 0/1 scores),
 and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise.
-Identity comes from the task metadata written by :mod:`leaderboards.run` when present, else from the task args
-and the model.
+Identity comes from the task metadata written by :mod:`leaderboards.run` and by the harness (read through
+``harness.task_metadata.TaskMetadata``: system, protocol, judge, dataset hash, tool cache) when present, else from
+the task args and the model; a log that records no dataset hash (written before the harness recorded one) gets
+one computed from its sample summaries with the same ``dataset_hash`` function.
 
 The headline and the per-sample rows always agree: for a log of one of our judges (task metadata ``judge`` and
 ``judge_options``) the headline is the judge's declared one (``judges.registry.headline``: math → ``correct`` /
@@ -18,12 +20,10 @@ the metrics of a ``judge`` score, beside the agent's ``accounting``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import fsspec
@@ -34,25 +34,16 @@ from inspect_ai.log import (
     read_eval_log,
     read_eval_log_sample_summaries,
 )
-from inspect_ai.model import ModelUsage
 from inspect_ai.scorer import value_to_float
 
-from harness.systems.accounting import Price, default_prices, price_of
+from harness.task_metadata import TaskMetadata, dataset_hash
 from judges import registry as judge_registry
-from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.metrics import is_unscored
+from leaderboards.metrics import judge_metrics, log_metrics
+from leaderboards.records import RunRecord, SampleScore
 from leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
-from leaderboards.stats import Z95, wilson_interval
 
 ANSWER_CHARS = 500
-MEAN_METRICS = frozenset({"accuracy", "mean"})
-"""Metrics that are the mean sample score, so they get a 95% CI: Wilson for 0/1 scores, else from the
-standard error (Inspect's ``stderr`` metric, or computed from the samples)."""
-
-JUDGE_SCORE = "judge"
-"""The stored score name of what grading cost (``_judge_metrics``)."""
-GRADER_ROLES = (GRADER_ROLE, SECOND_GRADER_ROLE)
-
 _to_float = value_to_float()
 
 
@@ -62,62 +53,6 @@ class SkippedLogWarning(UserWarning):
 
 class UnusableLog(ValueError):
     """Raised by :func:`read_run` for a log that cannot become a row."""
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    score: str
-    metric: str
-    value: float
-    stderr: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-
-@dataclass(frozen=True)
-class SampleScore:
-    score: str
-    sample_id: str
-    value: float
-    answer: str | None = None
-
-
-@dataclass
-class RunRecord:
-    """One evaluated log, flattened for the history store."""
-
-    log_hash: str
-    log_location: str
-    checkpoint: str
-    model: str
-    task: str
-    inspect_task: str
-    system: str
-    protocol: str
-    judge: str
-    judge_model: str | None
-    dataset_hash: str
-    code_version: str | None
-    created: datetime
-    night: str
-    suite: str | None
-    headline_score: str | None
-    headline_metric: str | None
-    tool_snapshot: str | None = None
-    """The tool responses the run saw (``tool_snapshot_label``); ``None``: the live web, no tool cache."""
-    n_samples: int = 0
-    """Distinct sample ids in the log, scored or not."""
-    unscored: int = 0
-    """Samples with an attempt the grader could not judge, or that errored (left out of the sample rows)."""
-    metrics: list[MetricValue] = field(default_factory=list)
-    samples: list[SampleScore] = field(default_factory=list)
-
-    @property
-    def headline(self) -> MetricValue | None:
-        return next(
-            (m for m in self.metrics if (m.score, m.metric) == (self.headline_score, self.headline_metric)),
-            None,
-        )
 
 
 def list_logs(location: str) -> list[str]:
@@ -174,6 +109,7 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
     except Exception as error:
         raise UnusableLog(f"samples cannot be read ({type(error).__name__}: {error})") from error
     metadata = log.eval.metadata or {}
+    task = TaskMetadata.read(metadata)
     task_args = log.eval.task_args or {}
     headline_score, headline_metric, keys = _headline(log)
     samples = _reduced_samples(summaries, keys)
@@ -184,23 +120,23 @@ def read_run(path: str, log_hash: str | None = None) -> RunRecord:
         model=log.eval.model,
         task=str(metadata.get(META_TASK) or log.eval.task),
         inspect_task=log.eval.task,
-        system=str(task_args.get("system") or metadata.get("system") or _plan_name(log)),
-        protocol=_protocol_name(task_args.get("protocol") or metadata.get("protocol")),
-        judge=str(metadata.get("judge") or ",".join(sorted(s.name for s in log.eval.scorers or []))),
-        judge_model=_judge_model(log) or metadata.get("judge_model"),
-        dataset_hash=str(metadata.get("dataset_hash") or _dataset_hash(summaries)),
+        system=str(task_args.get("system") or task.system or _plan_name(log)),
+        protocol=_protocol_name(task_args.get("protocol") or task.protocol),
+        judge=str(task.judge or ",".join(sorted(s.name for s in log.eval.scorers or []))),
+        judge_model=_judge_model(log) or task.judge_model,
+        dataset_hash=task.dataset_hash or dataset_hash(summaries),
         code_version=_code_version(log),
         created=datetime.fromisoformat(log.eval.created),
         night=str(metadata.get(META_NIGHT) or log.eval.created[:10]),
         suite=metadata.get(META_SUITE),
         headline_score=headline_score,
         headline_metric=headline_metric,
-        tool_snapshot=tool_snapshot_label(metadata.get("tool_cache")),
+        tool_snapshot=tool_snapshot_label(task.tool_cache),
         n_samples=len({str(summary.id) for summary in summaries}),
-        unscored=_unscored(summaries, headline_score),
+        n_unscored=_unscored(summaries, headline_score),
         metrics=[
-            *_metrics(log, samples, (headline_score, headline_metric)),
-            *_judge_metrics(log, len(summaries)),
+            *log_metrics(log, samples, (headline_score, headline_metric)),
+            *judge_metrics(log, len(summaries)),
         ],
         samples=samples,
     )
@@ -223,10 +159,10 @@ def _headline(log: EvalLog) -> tuple[str | None, str | None, dict[str, str]]:
     For one of our judges: the judge's declared headline, and the value key of each of its scorers (``math`` and
     the named-answer ones like ``math_solver``). Otherwise Inspect's resolved headline and no keys.
     """
-    metadata = log.eval.metadata or {}
-    judge = metadata.get("judge")
+    task = TaskMetadata.read(log.eval.metadata)
+    judge = task.judge
     if isinstance(judge, str) and judge in judge_registry.JUDGES:
-        declared = judge_registry.headline(judge, **(metadata.get("judge_options") or {}))
+        declared = judge_registry.headline(judge, **(task.judge_options or {}))
         names = [s.name for s in log.results.scores] if log.results else []
         keys = {name: declared.key for name in names if name == judge or name.startswith(f"{judge}_")}
         return judge, declared.metric, keys
@@ -285,95 +221,8 @@ def _numeric(raw: object) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def _metrics(
-    log: EvalLog, samples: list[SampleScore], headline: tuple[str | None, str | None]
-) -> list[MetricValue]:
-    """Every metric of the log; the mean metrics and the headline get a 95% CI."""
-    by_score: dict[str, list[float]] = defaultdict(list)
-    for sample in samples:
-        by_score[sample.score].append(sample.value)
-    metrics = []
-    for score in log.results.scores if log.results else []:
-        stderr_metric = score.metrics.get("stderr")
-        stderr = stderr_metric.value if stderr_metric else _stderr(by_score.get(score.name, []))
-        for name, metric in score.metrics.items():
-            value = float(metric.value)
-            if math.isnan(value):  # undefined (a cost without a price): left blank, never stored as a number
-                continue
-            if name in MEAN_METRICS or (score.name, name) == headline:
-                low, high = _mean_interval(value, stderr, by_score.get(score.name, []))
-                metrics.append(MetricValue(score.name, name, value, stderr, low, high))
-            else:
-                metrics.append(MetricValue(score.name, name, value))
-    return metrics
-
-
-def _judge_metrics(log: EvalLog, attempts: int) -> list[MetricValue]:
-    """What grading cost per attempt, apart from the agent's own ``accounting``: the graders' tokens (roles
-    ``grader`` and ``grader2`` together, from Inspect's per-role usage) and dollars where every grader has a price."""
-    usage = (log.stats.role_usage if log.stats else None) or {}
-    graded = [(role, usage[role]) for role in GRADER_ROLES if role in usage]
-    if not graded or attempts == 0:
-        return []
-    roles = log.eval.model_roles or {}
-    prices = default_prices()
-    tokens_in = sum(u.input_tokens for _, u in graded)
-    tokens_out = sum(u.output_tokens for _, u in graded)
-    metrics = [
-        MetricValue(JUDGE_SCORE, "input_tokens", tokens_in / attempts),
-        MetricValue(JUDGE_SCORE, "output_tokens", tokens_out / attempts),
-    ]
-    costs = [_usage_cost(_role_model(roles.get(role)), used, prices) for role, used in graded]
-    if all(cost is not None for cost in costs):
-        metrics.append(MetricValue(JUDGE_SCORE, "cost_usd", sum(costs) / attempts))
-    return metrics
-
-
-def _role_model(config: object) -> str | None:
-    configs = config if isinstance(config, list) else [config]
-    return configs[0].model if configs and configs[0] is not None else None
-
-
-def _usage_cost(model: str | None, usage: ModelUsage, prices: dict[str, Price]) -> float | None:
-    price = price_of(model, prices)
-    if price is None:
-        return None
-    return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1_000_000
-
-
-def _mean_interval(
-    value: float, stderr: float | None, samples: list[float]
-) -> tuple[float | None, float | None]:
-    """95% CI of a mean score: Wilson for 0/1 sample scores, else ``value ± 1.96 stderr`` (None without one)."""
-    if samples and all(v in (0.0, 1.0) for v in samples):
-        return wilson_interval(sum(samples), len(samples))
-    if stderr is None or math.isnan(stderr):
-        return None, None
-    return value - Z95 * stderr, value + Z95 * stderr
-
-
-def _stderr(values: list[float]) -> float | None:
-    n = len(values)
-    if n < 2:
-        return None
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1) / n)
-
-
 def _first_metric(score) -> str | None:
     return next(iter(score.metrics), None) if score else None
-
-
-def _dataset_hash(summaries: list[EvalSampleSummary]) -> str:
-    """SHA-256 over the sorted (id, input, target) of the samples: changes whenever the evaluated set changes."""
-    rows = sorted({(str(s.id), _text(s.input), json.dumps(s.target)) for s in summaries})
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
-
-
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps([getattr(message, "text", str(message)) for message in value])  # type: ignore[union-attr]
 
 
 def _protocol_name(protocol: object) -> str:

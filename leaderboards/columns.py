@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaderboards.collect import JUDGE_SCORE
+from leaderboards.metrics import JUDGE_SCORE
 from leaderboards.store import HistoryStore, Run
 
 ACCOUNTING_SCORE = "accounting"

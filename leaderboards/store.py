@@ -9,9 +9,10 @@ is stored once.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -33,19 +34,12 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from leaderboards.collect import (
-    MetricValue,
-    RunRecord,
-    SampleScore,
-    SkippedLogWarning,
-    UnusableLog,
-    file_hash,
-    file_stat,
-    list_logs,
-    read_run,
-)
+from leaderboards.collect import SkippedLogWarning, UnusableLog, file_hash, file_stat, list_logs, read_run
+from leaderboards.records import MetricValue, RunRecord, SampleScore
 
 SQLITE_BUSY_TIMEOUT_S = 60
+RUN_LISTS = ("metrics", "samples")
+"""The ``RunRecord`` fields stored as rows of their own tables (``metrics``, ``sample_scores``), not as columns."""
 
 
 class Base(DeclarativeBase):
@@ -234,37 +228,18 @@ class HistoryStore:
         try:
             with Session(self.engine) as session, session.begin():
                 run = Run(
-                    log_hash=record.log_hash,
-                    log_location=record.log_location,
-                    checkpoint=record.checkpoint,
-                    model=record.model,
-                    task=record.task,
-                    inspect_task=record.inspect_task,
-                    system=record.system,
-                    protocol=record.protocol,
-                    judge=record.judge,
-                    judge_model=record.judge_model,
-                    dataset_hash=record.dataset_hash,
-                    code_version=record.code_version,
-                    created=record.created,
-                    night=record.night,
-                    suite=record.suite,
-                    headline_score=record.headline_score,
-                    headline_metric=record.headline_metric,
+                    **run_columns(record),
                     headline_value=headline.value if headline else None,
                     headline_ci_low=headline.ci_low if headline else None,
                     headline_ci_high=headline.ci_high if headline else None,
-                    tool_snapshot=record.tool_snapshot,
-                    n_samples=record.n_samples,
-                    n_unscored=record.unscored,
                     ingested_at=datetime.now(UTC),
                 )
                 session.add(run)
                 session.flush()
                 if record.metrics:
-                    session.execute(insert(Metric), [_metric_row(run.id, m) for m in record.metrics])
+                    session.execute(insert(Metric), [_row(run.id, m) for m in record.metrics])
                 if record.samples:
-                    session.execute(insert(SampleRow), [_sample_row(run.id, s) for s in record.samples])
+                    session.execute(insert(SampleRow), [_row(run.id, s) for s in record.samples])
         except IntegrityError:
             return False
         return True
@@ -300,26 +275,15 @@ class HistoryStore:
             return int(session.scalar(select(func.count()).select_from(table)) or 0)
 
 
-def _metric_row(run_id: int, metric: MetricValue) -> dict:
-    return {
-        "run_id": run_id,
-        "score": metric.score,
-        "metric": metric.metric,
-        "value": metric.value,
-        "stderr": metric.stderr,
-        "ci_low": metric.ci_low,
-        "ci_high": metric.ci_high,
-    }
+def run_columns(record: RunRecord) -> dict[str, Any]:
+    """The ``runs`` columns of a record: every field of ``RunRecord`` but its metric and sample lists (stored in
+    their own tables)."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name not in RUN_LISTS}
 
 
-def _sample_row(run_id: int, sample: SampleScore) -> dict:
-    return {
-        "run_id": run_id,
-        "score": sample.score,
-        "sample_id": sample.sample_id,
-        "value": sample.value,
-        "answer": sample.answer,
-    }
+def _row(run_id: int, item: MetricValue | SampleScore) -> dict[str, Any]:
+    """A ``metrics`` or ``sample_scores`` row: the fields of ``item`` and the run it belongs to."""
+    return {"run_id": run_id, **asdict(item)}
 
 
 def _warn_skipped(path: str, reason: str, report: IngestReport) -> None:

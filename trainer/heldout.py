@@ -35,8 +35,9 @@ import torch
 
 from harness.prompts.sets import PROMPTS_OPTION
 from harness.systems import run_system
+from harness.systems.outcomes import VerifierOutcome
 from harness.systems.parsing import strip_thinking
-from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply, VerifierOutcome
+from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply
 from harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
 from judges.lexical import score
 from trainer.config import ConfigError

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from harness.providers.generation import Sampling
+from harness.providers.sampling import Sampling
 from harness.systems import run_system
 from harness.systems.types import Episode, Message, Reply
 from trainer import role_metrics

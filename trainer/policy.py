@@ -31,7 +31,8 @@ from typing import Any
 
 from harness.chat_template import render_prompt
 from harness.providers.batching import RequestBatcher, Waiting, settle
-from harness.providers.generation import Completion, DecodeBatch, Sampling, generate
+from harness.providers.generation import Completion, DecodeBatch, generate
+from harness.providers.sampling import Sampling
 from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.providers.generation import Sampling
+from harness.providers.sampling import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Chat, Episode, Toolbox
 from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache

@@ -27,7 +27,8 @@ from typing import Any
 
 from harness.chat_template import render_prompt
 from harness.providers.batching import settle
-from harness.providers.generation import Sampling, context_length, final_text, generate, stop_token_ids
+from harness.providers.generation import context_length, generate
+from harness.providers.sampling import Sampling, final_text, stop_token_ids
 from harness.providers.scheduler import SETTLE_TICKS
 from harness.systems.types import Message, Reply
 from trainer.policy import with_overrides

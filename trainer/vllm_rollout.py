@@ -26,7 +26,8 @@ from typing import Any
 import torch
 
 from harness.providers.backends import choose_backend, missing_vllm, vllm_ready
-from harness.providers.generation import Completion, Sampling
+from harness.providers.generation import Completion
+from harness.providers.sampling import Sampling
 
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
 

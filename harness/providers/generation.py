@@ -3,7 +3,8 @@
 This is the generation core shared by the ``local/`` Inspect provider and the trainer's rollout engine::
 
     from harness.chat_template import render_prompt
-    from harness.providers.generation import Sampling, generate
+    from harness.providers.generation import generate
+    from harness.providers.sampling import Sampling
 
     prompt = render_prompt(tokenizer, [{"role": "user", "content": "2+2?"}])
     [done] = generate(model, tokenizer, [prompt], Sampling(max_tokens=64, temperature=0.6, top_p=0.95, seed=1))
@@ -12,9 +13,8 @@ This is the generation core shared by the ``local/`` Inspect provider and the tr
 * ``DecodeBatch`` is the decode engine: a running batch over one KV cache that rows join between steps and
   leave as soon as they finish; ``generate`` runs one batch of prompts through it to the end, and the
   ``local/`` provider's continuous scheduler (``harness.providers.scheduler``) feeds it requests as they come.
-* Every row of a batch has its own ``Sampling`` (temperature, top-p, top-k, max tokens, stop strings, seed), so
-  unrelated requests share one forward pass. A row with a ``seed`` draws from its own random generator: the same
-  request gives the same tokens alone or in any batch. ``temperature=0`` is greedy decoding.
+* Every row of a batch has its own ``Sampling`` (``harness.providers.sampling``), so unrelated requests share one
+  forward pass; a seeded row gives the same tokens alone or in any batch.
 * ``logprobs[i]`` is the log-probability of ``response_ids[i]`` under the model's *unmodified* next-token
   distribution (temperature 1, no top-p/top-k): what a forward pass over prompt + response gives.
 * ``response_ids`` holds every sampled token, the end-of-sequence token included; ``text`` is the decoded
@@ -32,41 +32,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
 from harness.providers.kv_slots import OwnCache, SlotCache
+from harness.providers.sampling import (
+    Sampling,
+    choose_tokens,
+    ends_with_stop,
+    final_text,
+    row_generator,
+    stop_token_ids,
+)
 from harness.providers.trace import RecentSizes
 
 
 class PromptTooLongError(ValueError):
     """A prompt does not fit the model's context window."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How to sample one completion."""
-
-    max_tokens: int = 256
-    temperature: float = 1.0
-    """0 means greedy decoding."""
-    top_p: float = 1.0
-    top_k: int = 0
-    """0 means no top-k cut."""
-    stop: tuple[str, ...] = ()
-    """Strings that end the completion (the text is cut before the first one)."""
-    seed: int | None = None
-    """Seed of this row's own random generator; ``None`` draws from torch's global generator."""
-
-    def __post_init__(self) -> None:
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
 
 
 @dataclass
@@ -85,19 +65,6 @@ class Completion:
     """Per-token logprobs of ``response_ids`` at the row's sampling temperature (before any top-p / top-k cut;
     temperature 1 for greedy rows), if asked (``tempered_logprobs=True``): what a trainer scoring at its sampling
     temperature computes."""
-
-
-def stop_token_ids(model: Any, tokenizer: Any) -> set[int]:
-    """The end-of-sequence token ids of a model: its generation config's and its tokenizer's."""
-    ids: set[int] = set()
-    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if isinstance(configured, int):
-        ids.add(configured)
-    elif configured:
-        ids.update(configured)
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return ids
 
 
 def context_length(model: Any) -> int:
@@ -183,7 +150,8 @@ class DecodeBatch:
     keeps the position of its last token and the logits of its next one. Each row's numbers depend only on its
     own tokens (padding is masked and positions are per row), so a row gets the same tokens and logprobs
     whichever rows it shares steps with.
-    Only caches made of plain full-attention ``DynamicLayer``s can be kept this way (``unmergeable_cache_reason``);
+    Only caches made of plain full-attention ``DynamicLayer``s can be kept this way
+    (``kv_slots.unmergeable_cache_reason``);
     for other models a batch is admitted once and runs on the model's own cache (``OwnCache``), its finished rows
     masked until the end, as ``transformers``' ``generate`` does.
     """
@@ -222,7 +190,7 @@ class DecodeBatch:
         """Prefill new rows (``keys`` name them in ``step``'s results) and add them to the running batch."""
         if self.cache is not None and not self.cache.can_take_rows:
             raise ValueError(
-                "this model's KV cache cannot take new rows into a running batch (see unmergeable_cache_reason)"
+                "this model's KV cache cannot take new rows into a running batch (see kv_slots.unmergeable_cache_reason)"
             )
         rows = [
             _Row(
@@ -231,7 +199,7 @@ class DecodeBatch:
                 sampling=setting,
                 budget=_token_budget(len(prompt), setting.max_tokens, self.limit, index),
                 top_logprobs=top,
-                generator=_row_generator(setting.seed, self.device),
+                generator=row_generator(setting.seed, self.device),
             )
             for index, (key, prompt, setting, top) in enumerate(
                 zip(keys, prompts, settings, top_logprobs, strict=True)
@@ -278,7 +246,7 @@ class DecodeBatch:
         live = torch.tensor([row.slot for row in self.rows], device=self.device)
         logits = self._logits[live].float()
         log_probs = torch.log_softmax(logits, dim=-1)
-        tokens = _choose_tokens(logits, [r.sampling for r in self.rows], [r.generator for r in self.rows])
+        tokens = choose_tokens(logits, [r.sampling for r in self.rows], [r.generator for r in self.rows])
         chosen = log_probs.gather(1, tokens[:, None])[:, 0]
         ended = torch.isin(tokens, self.eos_ids)
         columns = [tokens.double(), chosen.double(), ended.double()]
@@ -300,7 +268,7 @@ class DecodeBatch:
             if row.top_logprobs:
                 count = row.top_logprobs
                 row.tops.append(list(zip(best_ids[index][:count], best_values[index][:count], strict=True)))
-            if token_ended[index] or _ends_with_stop(self.tokenizer, row.response, row.sampling.stop):
+            if token_ended[index] or ends_with_stop(self.tokenizer, row.response, row.sampling.stop):
                 row.finish = "stop"
             elif len(row.response) >= row.budget:
                 row.finish = "length"
@@ -403,22 +371,6 @@ class DecodeBatch:
             row.cached += 1
 
 
-@torch.inference_mode()
-def unmergeable_cache_reason(model: Any) -> str | None:
-    """Why ``DecodeBatch`` cannot merge this model's KV caches (sliding-window, hybrid, linear-attention or
-    quantised layers), or ``None`` when it can. Probed with a one-token forward pass."""
-    probe = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
-    cache = model(input_ids=probe, use_cache=True).past_key_values
-    if type(cache) is not DynamicCache:
-        return f"the model keeps a {type(cache).__name__}, not a DynamicCache"
-    others = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})
-    if others:
-        return f"its cache has {', '.join(others)} layers, not only full-attention DynamicLayers"
-    if not all(layer.is_initialized for layer in cache.layers):
-        return "some cache layers stay empty (shared key/value states)"
-    return None
-
-
 def _token_budget(prompt_length: int, max_tokens: int, limit: int, row: int) -> int:
     if prompt_length == 0:
         raise ValueError(f"prompt {row} is empty")
@@ -440,106 +392,3 @@ def _left_pad(
         ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
         mask[row, width - len(prompt) :] = 1
     return ids.to(device), mask.to(device)
-
-
-def _row_generator(seed: int | None, device: torch.device) -> torch.Generator | None:
-    if seed is None:
-        return None
-    return torch.Generator(device=device).manual_seed(seed)
-
-
-def _choose_tokens(
-    logits: torch.Tensor, settings: Sequence[Sampling], generators: Sequence[torch.Generator | None]
-) -> torch.Tensor:
-    """Next token per row: argmax for greedy rows; a draw from the temperature/top-k/top-p filtered distribution.
-    The sampled rows are drawn together (one cumulative sum and search), each from its own uniform."""
-    sampled = [row for row, s in enumerate(settings) if s.temperature > 0 and s.top_k != 1]
-    every = len(sampled) == len(settings)
-    if every:  # the common case: no row to pick out or put back
-        scaled = logits
-    else:
-        chosen = logits.argmax(dim=-1)
-        if not sampled:
-            return chosen
-        index = torch.tensor(sampled, device=logits.device)
-        scaled = logits[index]
-    temperatures = [settings[r].temperature for r in sampled]
-    if any(t != 1.0 for t in temperatures):
-        scaled = scaled / torch.tensor(temperatures, device=logits.device)[:, None]
-    probs = _filtered_probs(scaled, [settings[r] for r in sampled])
-    picks = _draw(probs, _uniforms([generators[r] for r in sampled], logits.device))
-    if every:
-        return picks
-    chosen[index] = picks
-    return chosen
-
-
-def _uniforms(generators: Sequence[torch.Generator | None], device: torch.device) -> torch.Tensor:
-    """``(rows, 1)`` uniform draws in [0, 1), float64: the rows without a generator take one draw together from
-    torch's global generator (in row order), a seeded row one from its own generator."""
-    shared = [i for i, generator in enumerate(generators) if generator is None]
-    common = torch.rand((len(shared), 1), dtype=torch.float64, device=device) if shared else None
-    if len(shared) == len(generators):
-        return common
-    uniforms = torch.cat(
-        [
-            torch.rand((1, 1), dtype=torch.float64, device=device, generator=generator)
-            if generator is not None
-            else torch.zeros((1, 1), dtype=torch.float64, device=device)
-            for generator in generators
-        ]
-    )
-    if common is not None:
-        uniforms[torch.tensor(shared, device=device)] = common
-    return uniforms
-
-
-def _draw(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-    """One token per row of ``probs`` (rows need not sum to 1) by inverting the cumulative distribution at the
-    row's uniform draw (``uniforms``, ``(rows, 1)`` in [0, 1)) -- exact, and on a CPU some 20x faster than
-    ``torch.multinomial``."""
-    cumulative = probs.double().cumsum(dim=-1)
-    scaled = uniforms * cumulative[:, -1:]
-    picks = torch.searchsorted(cumulative, scaled, right=True)[:, 0]  # the first token whose mass covers it
-    positions = torch.arange(probs.shape[-1], device=probs.device)
-    last = torch.where(probs > 0, positions, 0).amax(
-        dim=-1
-    )  # rounding at the very top: the last possible token
-    return torch.minimum(picks, last)
-
-
-def _filtered_probs(scaled: torch.Tensor, settings: Sequence[Sampling]) -> torch.Tensor:
-    """Each row's next-token probabilities (vocabulary order) from its ``scaled`` logits after its top-k /
-    top-p cut; only the rows that cut are sorted."""
-    probs = scaled.softmax(dim=-1)
-    vocabulary = scaled.shape[-1]
-    cut = [i for i, s in enumerate(settings) if 0 < s.top_k < vocabulary or s.top_p < 1]
-    if not cut:
-        return probs
-    rows = torch.tensor(cut, device=scaled.device)
-    top_k = torch.tensor([settings[i].top_k or vocabulary for i in cut], device=scaled.device)
-    top_p = torch.tensor([settings[i].top_p for i in cut], device=scaled.device)
-    ranked, order = probs[rows].sort(dim=-1, descending=True)
-    rank = torch.arange(vocabulary, device=scaled.device)[None, :]
-    # keep the top-k ranks, and the smallest prefix whose mass reaches top-p (the first token always stays)
-    keep = (rank < top_k[:, None]) & ((ranked.cumsum(dim=-1) - ranked) < top_p[:, None])
-    probs[rows] = torch.zeros_like(ranked).scatter(
-        -1, order, torch.where(keep, ranked, torch.zeros_like(ranked))
-    )
-    return probs
-
-
-def _ends_with_stop(tokenizer: Any, response: list[int], stops: tuple[str, ...]) -> bool:
-    """Whether a stop string ends inside the newest token (only the tail is decoded: every token has a byte,
-    so a stop string of ``n`` UTF-8 bytes lies within the last ``n + 1`` tokens)."""
-    if not stops:
-        return False
-    tail = tokenizer.decode(response[-(max(len(s.encode()) for s in stops) + 2) :], skip_special_tokens=True)
-    return any(stop in tail for stop in stops)
-
-
-def final_text(tokenizer: Any, response: list[int], stops: tuple[str, ...]) -> str:
-    """The completion's text: ``response`` decoded without special tokens, cut before the first stop string."""
-    text = tokenizer.decode(response, skip_special_tokens=True)
-    cuts = [text.find(stop) for stop in stops if stop in text]
-    return text[: min(cuts)] if cuts else text

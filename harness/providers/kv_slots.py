@@ -17,11 +17,14 @@ column for every slot, in place, and attention reads the window as a view.
   run out of slots or columns, ``reserve`` reallocates them with room in proportion to what they hold (half the
   window's width spare on each side, twice the slots), so the cache is copied O(log n) times over n tokens,
   not once per token, and the buffers stay within about twice the window.
+* Only caches made of plain full-attention layers can be kept this way: ``unmergeable_cache_reason`` names what
+  stops a model's cache (sliding-window, hybrid, linear-attention or quantised layers).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
@@ -170,3 +173,19 @@ class OwnCache:
         """Room for ``right`` more mask columns (the model's cache grows by itself)."""
         if self.window.hi + right > self.mask.shape[1]:
             self.mask = torch.cat([self.mask, torch.zeros_like(self.mask)], dim=1)
+
+
+@torch.inference_mode()
+def unmergeable_cache_reason(model: Any) -> str | None:
+    """Why ``DecodeBatch`` cannot merge this model's KV caches (sliding-window, hybrid, linear-attention or
+    quantised layers), or ``None`` when it can. Probed with a one-token forward pass."""
+    probe = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
+    cache = model(input_ids=probe, use_cache=True).past_key_values
+    if type(cache) is not DynamicCache:
+        return f"the model keeps a {type(cache).__name__}, not a DynamicCache"
+    others = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})
+    if others:
+        return f"its cache has {', '.join(others)} layers, not only full-attention DynamicLayers"
+    if not all(layer.is_initialized for layer in cache.layers):
+        return "some cache layers stay empty (shared key/value states)"
+    return None

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.providers.batching import RequestQueue, Waiting, settle
-from harness.providers.generation import Completion, DecodeBatch, Sampling
+from harness.providers.generation import Completion, DecodeBatch
+from harness.providers.sampling import Sampling
 
 SETTLE_TICKS = 32
 """Event-loop ticks in a settling round after the first tick brought a newcomer: enough for requests trickling in

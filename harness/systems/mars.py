@@ -27,18 +27,11 @@ from harness.binpack import first_fit_decreasing
 from harness.prompts import fill
 from harness.prompts.sets import prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne
+from harness.systems.outcomes import DistillOutcome, MarsSetup
 from harness.systems.parsing import strip_thinking
 from harness.systems.tokens import TokenMeter, token_meter
 from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
-from harness.systems.types import (
-    Chat,
-    DistillOutcome,
-    Episode,
-    EpisodeRecorder,
-    MarsSetup,
-    ModelCall,
-    Toolbox,
-)
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from harness.tools.pages import Document, read_pages
 
 SYSTEM2 = "system2"

@@ -26,19 +26,15 @@ from dataclasses import dataclass, field
 
 from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from harness.systems.options import NonNegative
-from harness.systems.parsing import last_tag, strip_thinking
-from harness.systems.types import (
-    Chat,
-    Episode,
-    EpisodeRecorder,
+from harness.systems.outcomes import (
     IntermediateAnswer,
     MaskOutcome,
-    ModelCall,
     PlanOutcome,
     SearchOutcome,
-    Toolbox,
     UpdateOutcome,
 )
+from harness.systems.parsing import last_tag, strip_thinking
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from harness.tools.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"

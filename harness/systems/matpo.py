@@ -36,19 +36,10 @@ from typing import Any
 from harness.prompts import fill
 from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne
+from harness.systems.outcomes import MatpoOutcome, PlannerOutcome, WorkerOutcome
 from harness.systems.parsing import last_boxed, strip_thinking
 from harness.systems.tokens import TokenMeter, token_meter
-from harness.systems.types import (
-    Chat,
-    Episode,
-    EpisodeRecorder,
-    MatpoOutcome,
-    Message,
-    ModelCall,
-    PlannerOutcome,
-    Toolbox,
-    WorkerOutcome,
-)
+from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
 
 PLANNER = "planner"
 WORKER = "worker"

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.prompts import fill, load_prompt
+from harness.systems.outcomes import ToolLoopOutcome
 from harness.systems.parsing import last_tag, tag_blocks
-from harness.systems.types import EpisodeRecorder, Message, ModelCall, ToolCall, ToolLoopOutcome
+from harness.systems.types import EpisodeRecorder, Message, ModelCall, ToolCall
 
 TOOL_DESCRIPTIONS = {
     "search": 'web search; arguments {"query": "..."} or several queries at once {"query": ["...", "..."]}',

@@ -30,18 +30,9 @@ from typing import Literal
 
 from harness.prompts.sets import prompt_choice, prompt_set
 from harness.systems.options import AtLeastOne, NonNegative
+from harness.systems.outcomes import SolverOutcome, VCOutcome, VerifierOutcome
 from harness.systems.parsing import strip_thinking
-from harness.systems.types import (
-    Chat,
-    Episode,
-    EpisodeRecorder,
-    Message,
-    ModelCall,
-    SolverOutcome,
-    Toolbox,
-    VCOutcome,
-    VerifierOutcome,
-)
+from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
 
 SOLVER = "solver"
 VERIFIER = "verifier"

@@ -13,7 +13,8 @@ from inspect_ai._util.error import PrerequisiteError
 from harness.datasets import MalformedRowError
 from harness.evaluation import benchmark_task
 from harness.prerequisites import as_prerequisite, one_line_errors
-from harness.providers.local_api import LocalOptions, open_local_model
+from harness.providers.local_api import open_local_model
+from harness.providers.local_options import LocalOptions
 from harness.tasks import TASK_PARAMETER_NAMES
 from harness.typed_config import ConfigError
 

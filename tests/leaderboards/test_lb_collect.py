@@ -9,12 +9,17 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries, write_eval_log
 
 import leaderboards.run as run_module
+from harness.task_metadata import TaskMetadata, dataset_hash
+from harness.testing import scripted_model
 from leaderboards.collect import SkippedLogWarning, collect, list_logs, read_run
 from leaderboards.run import run_suite
 from leaderboards.suite import parse_suite
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _by_identity(records):
@@ -123,3 +128,23 @@ def test_code_version_without_git_is_the_package_version(monkeypatch):
 
     monkeypatch.setattr(run_module, "_git", no_git)
     assert re.fullmatch(r"mara-bench \d+\.\d+\.\d+\S*", run_module.code_version())
+
+
+def test_the_harness_records_the_dataset_hash_and_older_logs_compute_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    log = eval(
+        f"{ROOT / 'tasks' / 'qa.py'}@bamboogle",
+        task_args={"data": "samples"},
+        model=scripted_model(lambda messages, config: "an answer"),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )[0]
+    recorded = TaskMetadata.read(log.eval.metadata)
+    assert recorded.dataset_hash == dataset_hash(read_eval_log_sample_summaries(log.location))
+    assert (recorded.system, recorded.judge) == ("direct", read_run(log.location).judge)
+    assert read_run(log.location).dataset_hash == recorded.dataset_hash
+
+    older = read_eval_log(log.location)
+    del older.eval.metadata["dataset_hash"]  # a log written before the harness recorded it
+    write_eval_log(older, str(tmp_path / "older.eval"))
+    assert read_run(str(tmp_path / "older.eval")).dataset_hash == recorded.dataset_hash

@@ -8,11 +8,13 @@ import subprocess
 import sys
 import time
 import warnings
+from dataclasses import fields
 
 import pytest
 
 from leaderboards import store as store_module
 from leaderboards.collect import SkippedLogWarning, file_hash
+from leaderboards.records import MetricValue, RunRecord, SampleScore
 from leaderboards.store import HistoryStore, Metric, Run, SampleRow
 
 # 4 logs; each stores 2 scores (final, solver) x 40 samples
@@ -135,3 +137,22 @@ def test_postgresql_store(eval_logs, postgres_url):
 def test_bad_database_url_is_a_clear_error():
     with warnings.catch_warnings(), pytest.raises(Exception, match="nosuchdialect"):
         HistoryStore("nosuchdialect://x/y")
+
+
+@pytest.mark.parametrize(
+    ("table", "record", "own"),
+    [
+        (Run, RunRecord, {"id", "headline_value", "headline_ci_low", "headline_ci_high", "ingested_at"}),
+        (Metric, MetricValue, {"id", "run_id"}),
+        (SampleRow, SampleScore, {"id", "run_id"}),
+    ],
+)
+def test_each_table_stores_every_field_of_its_record_as_declared(table, record, own):
+    """The records (``leaderboards.records``) declare the fields; a table has a column for each (nullable exactly
+    where the field may be ``None``) besides its own bookkeeping columns."""
+    stored = [f for f in fields(record) if f.name not in store_module.RUN_LISTS]
+    columns = {column.name: column for column in table.__table__.columns}
+    assert set(columns) - own == {f.name for f in stored}
+    assert {f.name for f in stored if "None" in str(f.type)} == {
+        name for name, column in columns.items() if column.nullable and name not in own
+    }

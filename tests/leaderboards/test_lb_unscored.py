@@ -39,7 +39,7 @@ def judged_log(tmp_path, monkeypatch):
 def test_unscored_samples_are_counted_and_shown_beside_the_metric(judged_log, tmp_path):
     record = read_run(judged_log)
     assert (record.headline_score, record.headline_metric) == ("equivalence", "accuracy")
-    assert (record.n_samples, record.unscored) == (5, 2)
+    assert (record.n_samples, record.n_unscored) == (5, 2)
     assert {s.sample_id for s in record.samples if s.score == "equivalence"} == {"test_2", "test_3", "test_4"}
 
     store = HistoryStore(str(tmp_path / "history.sqlite"))

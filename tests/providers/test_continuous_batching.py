@@ -14,13 +14,9 @@ from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
 from harness.chat_template import render_prompt
 from harness.providers.batching import RequestBatcher, Waiting
-from harness.providers.generation import (
-    Completion,
-    DecodeBatch,
-    Sampling,
-    generate,
-    unmergeable_cache_reason,
-)
+from harness.providers.generation import Completion, DecodeBatch, generate
+from harness.providers.kv_slots import unmergeable_cache_reason
+from harness.providers.sampling import Sampling
 from harness.providers.scheduler import ContinuousBatcher
 
 SHORT, MEDIUM = "x", "What is 2+2?"

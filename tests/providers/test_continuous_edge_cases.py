@@ -11,7 +11,8 @@ import pytest
 from _completions import assert_same_completion
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import DecodeBatch, Sampling, generate
+from harness.providers.generation import DecodeBatch, generate
+from harness.providers.sampling import Sampling
 from harness.providers.scheduler import ContinuousBatcher
 
 

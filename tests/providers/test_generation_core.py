@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import PromptTooLongError, Sampling, generate
+from harness.providers.generation import PromptTooLongError, generate
+from harness.providers.sampling import Sampling
 
 QUESTIONS = [
     "What is 2+2?",
@@ -169,17 +170,17 @@ def test_mismatched_settings_count_is_an_error(qwen_pair, prompts):
 
 
 def test_a_multibyte_stop_string_split_over_byte_tokens_is_found(qwen_pair):
-    from harness.providers.generation import _ends_with_stop
+    from harness.providers.sampling import ends_with_stop
 
     _, tokenizer = qwen_pair
     response = tokenizer("a 日本語")["input_ids"]
     assert len(response) == 11  # each of the 9 UTF-8 bytes of 日本語 is its own token
-    assert _ends_with_stop(tokenizer, response, ("日本語",))
-    assert not _ends_with_stop(tokenizer, response[:-1], ("日本語",))
+    assert ends_with_stop(tokenizer, response, ("日本語",))
+    assert not ends_with_stop(tokenizer, response[:-1], ("日本語",))
 
 
 def test_draws_follow_the_distribution_and_never_pick_a_zero_probability_token():
-    from harness.providers.generation import _draw
+    from harness.providers.sampling import _draw
 
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.0, 0.0, 0.0, 2.0]])  # rows need not sum to 1
     generator = torch.Generator().manual_seed(0)
@@ -192,7 +193,7 @@ def test_draws_follow_the_distribution_and_never_pick_a_zero_probability_token()
 
 
 def test_rows_draw_together_each_from_its_own_generator_or_the_shared_one_in_row_order():
-    from harness.providers.generation import _uniforms
+    from harness.providers.sampling import _uniforms
 
     seeded = [torch.Generator().manual_seed(seed) for seed in (3, 4)]
     torch.manual_seed(9)

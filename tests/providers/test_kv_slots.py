@@ -8,8 +8,9 @@ import pytest
 from _completions import assert_same_completion
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import DecodeBatch, Sampling, generate
+from harness.providers.generation import DecodeBatch, generate
 from harness.providers.kv_slots import OwnCache, SlotCache
+from harness.providers.sampling import Sampling
 
 QUESTIONS = ["x", "What is 2+2?", "Name three primes.", "Find 2^10 and explain.", "Hi", "What is 7 * 6?"]
 

@@ -24,8 +24,9 @@ from inspect_ai.solver import generate as generate_solver
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import Completion, Sampling, generate
-from harness.providers.local_api import choose_backend
+from harness.providers.backends import choose_backend
+from harness.providers.generation import Completion, generate
+from harness.providers.sampling import Sampling
 from harness.systems.inspect_adapter import reply_from_output
 
 QUESTIONS = ["What is 2+2?", "Name a prime.", "Who wrote Hamlet?", "x", "Solve 3x = 12.", "Capital of Peru?"]

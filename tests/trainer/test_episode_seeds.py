@@ -8,7 +8,7 @@ import random
 import pytest
 from transformers import AutoModelForCausalLM
 
-from harness.providers.generation import Sampling
+from harness.providers.sampling import Sampling
 from trainer.demos import DemoPolicy, ScriptedChat
 from trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 from trainer.policy import PolicyChat

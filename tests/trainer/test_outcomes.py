@@ -9,12 +9,15 @@ import inspect
 import pytest
 from _method_helpers import run
 
+import harness.systems.outcomes as outcomes
 import harness.systems.types as types
-from harness.systems.types import Episode, VerifierOutcome, WorkerOutcome
+from harness.systems.outcomes import VerifierOutcome, WorkerOutcome
+from harness.systems.types import Episode
 
 
-def test_every_field_of_the_shared_types_is_documented():
-    tree = ast.parse(inspect.getsource(types))
+@pytest.mark.parametrize("module", [types, outcomes])
+def test_every_field_of_the_shared_types_is_documented(module):
+    tree = ast.parse(inspect.getsource(module))
     undocumented = []
     for node in tree.body:
         if not isinstance(node, ast.ClassDef):

@@ -9,7 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import trainer.policy as policy_module
-from harness.providers.generation import Sampling
+from harness.providers.sampling import Sampling
 from trainer.packing import (
     micro_batches,
     padding_share,

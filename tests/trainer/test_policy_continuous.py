@@ -11,7 +11,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from harness.providers.batching import RequestBatcher
-from harness.providers.generation import PromptTooLongError, Sampling
+from harness.providers.generation import PromptTooLongError
+from harness.providers.sampling import Sampling
 from trainer.config import ConfigError, RolloutConfig, TrainConfig, from_dict
 from trainer.policy import PolicyChat
 

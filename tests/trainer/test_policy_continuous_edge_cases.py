@@ -9,7 +9,7 @@ import gc
 import pytest
 from transformers import AutoModelForCausalLM
 
-from harness.providers.generation import Sampling
+from harness.providers.sampling import Sampling
 from trainer.policy import PolicyChat
 
 

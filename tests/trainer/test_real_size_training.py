@@ -128,7 +128,7 @@ def test_a_context_budget_bounds_the_whole_conversation(tiny_model_dir, tiny_tok
 
     from transformers import AutoModelForCausalLM
 
-    from harness.providers.generation import Sampling
+    from harness.providers.sampling import Sampling
     from trainer.policy import PolicyChat
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

@@ -106,12 +106,12 @@ def test_a_re_rendered_multi_turn_sample_holds_the_exact_prompt_ids_the_policy_g
 
     from transformers import AutoModelForCausalLM
 
-    import harness.providers.local_api as local_api
+    import harness.providers.transformers_api as transformers_api
     import trainer.samples as samples
-    from harness.providers.generation import Sampling
+    from harness.providers.sampling import Sampling
     from trainer.policy import PolicyChat
 
-    assert local_api.render_prompt is samples.render_prompt  # generation and training: one renderer
+    assert transformers_api.render_prompt is samples.render_prompt  # generation and training: one renderer
     messages = [
         {"role": "system", "content": "You are a helpful assistant."},
         {"role": "user", "content": "capital?"},

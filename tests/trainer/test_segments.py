@@ -11,7 +11,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import Sampling, generate
+from harness.providers.generation import generate
+from harness.providers.sampling import Sampling
 from trainer.logprobs import response_scores
 from trainer.packing import micro_batches
 from trainer.samples import Sample

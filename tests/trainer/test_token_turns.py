@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from harness.chat_template import render_prompt
-from harness.providers.generation import Completion, Sampling
+from harness.providers.generation import Completion
+from harness.providers.sampling import Sampling
 from harness.systems.types import Episode, ModelCall
 from trainer.policy import PolicyChat
 from trainer.samples import samples_from_episode

@@ -14,7 +14,8 @@ import torch
 
 from harness.chat_template import render_prompt
 from harness.providers.backends import AUTO_VLLM_MIN_BYTES
-from harness.providers.generation import Completion, Sampling
+from harness.providers.generation import Completion
+from harness.providers.sampling import Sampling
 from trainer.config import ConfigError, load_config
 from trainer.policy import PolicyChat
 from trainer.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from harness.systems import get_system
-from harness.systems.types import Episode, IntermediateAnswer
+from harness.systems.outcomes import IntermediateAnswer
+from harness.systems.types import Episode
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
 from trainer.demos.text import named_capital
 from trainer.engine import Trainer

@@ -30,7 +30,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.systems.types import Chat, Episode, ModelCall, VerifierOutcome
+from harness.systems.outcomes import VerifierOutcome
+from harness.systems.types import Chat, Episode, ModelCall
 from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
 from judges import cores
 from trainer.config import TrainConfig

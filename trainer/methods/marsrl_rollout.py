@@ -42,7 +42,8 @@ from functools import partial
 from itertools import chain, zip_longest
 from typing import Literal
 
-from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Outcome, VerifierOutcome
+from harness.systems.outcomes import Outcome, VerifierOutcome
+from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall
 from harness.systems.vc import (
     CORRECTOR,
     DEFAULT_PROMPTS,

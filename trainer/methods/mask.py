@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.systems.mask import ANSWER, PLAN, SEARCH
-from harness.systems.types import Episode, IntermediateAnswer, SearchOutcome
+from harness.systems.outcomes import IntermediateAnswer, SearchOutcome
+from harness.systems.types import Episode
 from judges.lexical import score
 from trainer.config import TrainConfig
 from trainer.methods.base import Method, Ratio, RewardedSamples, call_samples, concatenate, question_id

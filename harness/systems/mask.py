@@ -13,7 +13,7 @@ call's meta says whether its reply is in the strict format of M-ASK's released c
 ``harness.systems.mask_format``), which its training code penalises.
 
 ``plan_reset`` (off by default) does what the released training loop does after the Plan agent
-(``RayPPOTrainer.async_rollout_single`` in ``verl/trainer/ppo/ray_trainer.py``,
+(``RayPPOTrainer.async_rollout_single`` in ``verl/trainer/ppo/ray_trainer.py`` lines 1319-1326,
 chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b): the plan's sub-question/sub-answer pairs are cleared and
 the trajectory restarts as the one step (question, the plan's answer); the plan's answer stays the predicted answer
 and the plan call is trained as before. Off, the plan's trajectory T_0 goes into the loop, as §3.2 and algorithm 1

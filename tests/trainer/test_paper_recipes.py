@@ -46,12 +46,9 @@ def test_every_recorded_value_cites_its_source_file_commit_and_line(method):
         assert re.fullmatch(r"\d{3}_[0-9a-f]{16}\.txt", source["path"])
     assert record["values"]
     for entry in record["values"]:
-        if "function" in entry:  # read in another file of the released code, located by its function
-            assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["path"] and entry["function"], (
-                entry
-            )
-        else:
-            assert isinstance(entry["line"], int) and entry["line"] > 0, entry
+        assert isinstance(entry["line"], int) and entry["line"] > 0, entry
+        if "commit" in entry:  # read in another file at another commit than the source's
+            assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["path"], entry
         assert "text" in entry, entry
         assert entry["key"] is not None or entry.get("note"), (
             f"{entry}: a value the recipe leaves out says why"
@@ -66,8 +63,7 @@ def test_the_recipe_holds_every_value_of_its_source(method):
     for entry in keyed:
         assert recipe_value(recipe, entry["key"]) == entry["value"], (
             f"{method}-paper.yaml {entry['key']}: {recipe_value(recipe, entry['key'])!r}, but the source says "
-            f"{entry['value']!r} ({entry.get('path', source_record(method)['source']['path'])} "
-            f"{entry.get('function') or entry['line']})"
+            f"{entry['value']!r} ({entry.get('path', source_record(method)['source']['path'])} line {entry['line']})"
         )
 
 
@@ -88,19 +84,22 @@ def test_the_released_scripts_values_where_they_differ_from_earlier_guesses():
 
 def test_mask_paper_recipe_runs_the_released_codes_format_penalty_and_plan_reset():
     released = {
-        e["key"]: (e["value"], e["function"], e["text"])
+        e["key"]: (e["value"], e["path"], e["line"], e["text"])
         for e in source_record("mask")["values"]
-        if "function" in e
+        if "commit" in e
     }
+    trainer = "verl/trainer/ppo/ray_trainer.py"
     assert released == {
         "algorithm.mask.format_penalty": (
             True,
-            "RayPPOTrainer.async_rollout_single",
+            trainer,
+            1306,
             'penalty_in_metrics = 0.0 if memory["is_legal_format"] else -1.0',
         ),
         "task.system_options.plan_reset": (
             True,
-            "RayPPOTrainer.async_rollout_single",
+            trainer,
+            1324,
             '"t1": {"question": question, "answer": init_answer}',
         ),
     }

@@ -36,8 +36,9 @@ END_REWARD = 0.0
 """Algorithm 1, line 16: the Search agent's ``<end>`` transition."""
 FORMAT_PENALTY = -1.0
 """M-ASK's released training code (``RayPPOTrainer.async_rollout_single``, ``verl/trainer/ppo/ray_trainer.py``,
-chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b): ``0.0 if is_legal_format else -1.0``, added to the
-reward of every Plan, Answer, Search, Summary and Update call of a turn."""
+chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b, lines 1306, 1453, 1477-1479):
+``0.0 if is_legal_format else -1.0``, added to the reward of every Plan, Answer, Search, Summary and Update call of
+a turn."""
 
 Rewards = Callable[[Episode, Any], dict[int, float]]
 """``rewards(episode, golds) -> {call id: reward}``."""

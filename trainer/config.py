@@ -187,6 +187,10 @@ class MaskConfig:
     reward: MaskReward = "turn"
     """``turn``: the paper's turn-level rewards (plan/answer F1, search/summary/update the turn's F1 gain);
     ``trajectory``: the ablation -- every agent's call rewarded with the trajectory's final-answer F1."""
+    format_penalty: StrictBool = False
+    """M-ASK's released training code: a call whose reply breaks its role's strict format
+    (``harness.systems.mask_format``) earns -1 on top of its reward, except a Search call that ends the loop with
+    ``<end>``. Off (the default): the paper's rewards (eq. 2-3), which state no penalty."""
 
 
 @config_dataclass

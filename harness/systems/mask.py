@@ -8,7 +8,16 @@ plan → loop ≤ ``max_iterations``: search emits ``<search>q</search>`` or ``<
 turn's prediction is in ``episode.intermediate_answers``; the Plan agent's prediction is always recorded as turn 0.
 Ablation ``kma=False`` drops the summary and update agents: each query and its raw documents are appended to the
 trajectory (table 3, "w/o KMA"). An update operation that names no existing step is applied as an Add and marked
-``"invalid"`` in the call's meta; a search reply with neither tag ends the loop, marked ``"invalid"``.
+``"invalid"`` in the call's meta; a search reply with neither tag ends the loop, marked ``"invalid"``. Every
+call's meta says whether its reply is in the strict format of M-ASK's released code (``FormatCheck``; the checks:
+``harness.systems.mask_format``), which its training code penalises.
+
+``plan_reset`` (off by default) does what the released training loop does after the Plan agent
+(``RayPPOTrainer.async_rollout_single`` in ``verl/trainer/ppo/ray_trainer.py`` lines 1319-1326,
+chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b): the plan's sub-question/sub-answer pairs are cleared and
+the trajectory restarts as the one step (question, the plan's answer); the plan's answer stays the predicted answer
+and the plan call is trained as before. Off, the plan's trajectory T_0 goes into the loop, as §3.2 and algorithm 1
+describe.
 
 ``prompts="code"`` (the default) uses the prompts of M-ASK's released code, the code that produced the paper's
 numbers (``harness/prompts/mask/code/``): the ``<final_answer>`` tag, its few-shot answer examples, its trajectory
@@ -25,8 +34,10 @@ import re
 from dataclasses import dataclass, field
 
 from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
+from harness.systems.mask_format import legal_format
 from harness.systems.options import NonNegative
 from harness.systems.outcomes import (
+    FormatCheck,
     IntermediateAnswer,
     MaskOutcome,
     PlanOutcome,
@@ -159,7 +170,11 @@ class _Agents:
 
     async def ask(self, role: str, values: dict[str, str], parent: int | None, turn: int) -> ModelCall:
         messages = _messages(self.prompts, role, values, self.example)
-        return await self.recorder.ask(role, messages, parent=parent, turn=turn)
+        call = await self.recorder.ask(role, messages, parent=parent, turn=turn)
+        steps = len(self.state.trajectory)  # what the Update agent sees, before its operation applies
+        legal = legal_format(role, call.reply.text, answer_tag=self.layout.answer_tag, steps=steps)
+        FormatCheck(legal).record(call.meta)
+        return call
 
     async def plan(self) -> ModelCall:
         call = await self.ask(PLAN, {"query": self.state.question}, None, 0)
@@ -226,12 +241,14 @@ async def run(
     kma: bool = True,
     answer_style: str | None = None,
     prompts: Prompts = DEFAULT_PROMPTS,
+    plan_reset: bool = False,
 ) -> Episode:
     """One M-ASK run; ``final_answer`` is the Answer agent's last answer tag (``<final_answer>`` by default).
 
     ``prompts``: "code" (M-ASK's released code, default), "appendix" (the paper's appendix wording) or "compact"
     (ours, for tiny offline models); ``answer_style`` replaces the answer-style examples (``[EXAMPLE_PROMPT]``) of
-    the sets that have them.
+    the sets that have them. ``plan_reset`` (M-ASK's released training code): the Plan agent's sub-questions are
+    dropped once it has answered, and the loop starts from the one step (question, the plan's answer).
     """
     chosen = prompt_set("mask", prompts)
     if answer_style is not None and EXAMPLES not in chosen.pieces:
@@ -248,6 +265,8 @@ async def run(
         example = chosen.piece(EXAMPLES) if EXAMPLES in chosen.pieces else ""
     agents = _Agents(recorder, state, chosen, example)
     latest = await agents.plan()
+    if plan_reset:
+        state.trajectory = [(question, state.predicted_answer)]
     episode.intermediate_answers.append(IntermediateAnswer(0, state.predicted_answer, latest.id, PLAN).data())
     answered, completed, stopped = False, 0, "iteration_limit"
     for turn in range(1, max_iterations + 1):

@@ -173,6 +173,14 @@ class UpdateOutcome(Outcome):
     """The 1-based trajectory step replaced; ``None`` for an add."""
 
 
+@dataclass(frozen=True)
+class FormatCheck(Outcome):
+    """An M-ASK call's format (read by M-ASK's format penalty, ``algorithm.mask.format_penalty``)."""
+
+    legal_format: bool
+    """Whether the reply is in the released code's strict format for its role (``harness.systems.mask_format``)."""
+
+
 @dataclass
 class MaskOutcome(Outcome):
     """An M-ASK episode's ending."""

@@ -361,3 +361,65 @@ async def test_the_summary_agent_sees_retrieved_documents_as_m_asks_code_renders
     )
     episode = await mask.run(QUESTION, chat, toolbox)
     assert episode.calls_by_role("summary")[0].messages[-1]["content"] == case["user"]
+
+
+async def test_plan_reset_restarts_the_trajectory_from_the_question_and_the_plans_answer(doubles):
+    """M-ASK's released training loop (``async_rollout_single``): after the Plan agent, the trajectory is the one
+    step (question, plan's answer); its sub-questions are gone, its answer stays the prediction of turn 0."""
+    replies = scripts(
+        ["<search>company that developed ChatGPT</search>", "<search>CEO of OpenAI</search>", "<end>"],
+        ["<evidence>OpenAI</evidence>", "<evidence>Sam Altman</evidence>"],
+        ["<Add>t2</Add>", "<Update>t1</Update>"],
+        ["<final_answer>OpenAI</final_answer>", "<final_answer>Sam Altman</final_answer>"],
+    )
+    runs = {}
+    for reset in (False, True):
+        toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
+        runs[reset] = await mask.run(
+            QUESTION, doubles.Chat(replies), toolbox, answer_every_turn=True, plan_reset=reset
+        )
+    kept, reset = runs[False], runs[True]
+    first_search = reset.calls[1].messages[-1]["content"]
+    assert f"Thinking trajectory:\nt1: Q: {QUESTION} | A: unknown\n" in first_search
+    assert "Which company developed ChatGPT?" not in first_search
+    assert "Which company developed ChatGPT?" in kept.calls[1].messages[-1]["content"]
+    # the plan call itself is unchanged: its steps are counted, its answer is turn 0's prediction
+    assert (reset.calls[0].meta["steps"], reset.intermediate_answers[0]["answer"]) == (2, "unknown")
+    # <Add>t2</Add> appends to the one step, then <Update>t1</Update> overwrites the question's step
+    assert reset.meta["trajectory"] == [
+        ["CEO of OpenAI", "Sam Altman"],
+        ["company that developed ChatGPT", "OpenAI"],
+    ]
+    assert kept.meta["trajectory"] == [
+        ["CEO of OpenAI", "Sam Altman"],
+        ["Who is its CEO?", "unkown"],
+        ["company that developed ChatGPT", "OpenAI"],
+    ]
+    # the released format check counts the steps the Update agent saw: t2 is the next step only after the reset
+    update_formats = {r: [c.meta["legal_format"] for c in runs[r].calls_by_role("update")] for r in runs}
+    assert update_formats == {False: [False, True], True: [True, True]}
+    assert reset.final_answer == kept.final_answer == "Sam Altman"
+
+
+async def test_every_call_records_whether_its_reply_is_in_the_released_format(doubles):
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: "[1] doc"})
+    chat = doubles.Chat(
+        scripts(
+            ["<search>a</search>", "Searching: <search>b</search>"],
+            ["<evidence>ea</evidence>", "no tags here"],
+            ["<Update>t2</Update>", "<Update>t9</Update>"],
+            ["<final_answer>final</final_answer>", "final"],
+        )
+    )
+    episode = await mask.run(QUESTION, chat, toolbox, max_iterations=2, answer_every_turn=True)
+    assert [(c.role, c.meta["legal_format"]) for c in episode.calls] == [
+        ("plan", True),
+        ("search", True),
+        ("summary", True),
+        ("update", True),
+        ("answer", True),
+        ("search", False),
+        ("summary", False),
+        ("update", False),  # t9: the trajectory has 3 steps
+        ("answer", False),  # no tag
+    ]

@@ -148,3 +148,104 @@ def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model
     assert len(trainer.last_rewarded) == 2 * len(nothing_earned.calls)  # what was earned is still read back
     assert all(s.reward == 0.0 and s.advantage is None for s in trainer.last_rewarded)
     assert all((a == b).all() for a, b in zip(before, trainer.policy.parameters(), strict=True))
+
+
+MALFORMED = {
+    **SCRIPTS,
+    "plan": [
+        "<q1>Capital of Arvena?</q1><a1>Paris</a1> so <final_answer>Paris</final_answer>"
+    ],  # text outside
+    "search": ["<search>Arvena capital</search>", "Next: <search>Lomir city</search>", "<end> enough"],
+    "update": ["<Update>t1</Update>", "<Add>t5</Add>"],  # t5: the trajectory has 1 step
+    "answer": ["Lomir city", "<final_answer>Lomir</final_answer>"],  # no tag: read as the answer all the same
+}
+
+
+def configured(**switches):
+    from trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
+    from trainer.methods import get_method
+
+    algorithm = AlgorithmConfig(method="mask", advantage="gae", mask=MaskConfig(**switches))
+    return get_method("mask").configured(TrainConfig(algorithm=algorithm))
+
+
+def test_the_format_penalty_adds_minus_one_to_each_malformed_call_as_the_released_code(tiny_tokenizer):
+    malformed = run(
+        "mask",
+        ITEM["question"],
+        {role: list(replies) for role, replies in MALFORMED.items()},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        answer_every_turn=True,
+    )
+    penalised = configured(format_penalty=True).rewarded_samples(ITEM, [malformed], None, tiny_tokenizer)
+    earned = [s.reward for s in rewarded_samples(ITEM, [malformed], None, tiny_tokenizer)]
+    legal = [call.meta["legal_format"] for call in malformed.calls]
+    assert legal == [False, True, True, True, False, False, True, False, True, False]
+    # the same F1 / ΔF1 as without the penalty (a_1 = "Lomir city", a_2 = "Lomir"), -1 where the format breaks;
+    # the plan's F1 is 0, so its reward is exactly -1; the <end> call is never penalised
+    assert earned == pytest.approx([0, 2 / 3, 2 / 3, 2 / 3, 2 / 3, 1 / 3, 1 / 3, 1 / 3, 1, 0])
+    assert penalised[0].reward == -1.0
+    assert [s.reward for s in penalised] == [
+        reward - (0.0 if ok or call.role == "search" and call.meta["action"] == "end" else 1.0)
+        for reward, ok, call in zip(earned, legal, malformed.calls, strict=True)
+    ]
+    assert [s.reward for s in penalised][-1] == 0.0
+
+
+def test_a_search_reply_with_neither_tag_ends_the_loop_and_earns_exactly_minus_one(tiny_tokenizer):
+    gave_up = run(
+        "mask",
+        ITEM["question"],
+        {**{role: list(replies) for role, replies in SCRIPTS.items()}, "search": ["I would rather not"]},
+        answer_every_turn=True,
+    )
+    rewards = [
+        s.reward
+        for s in configured(format_penalty=True).rewarded_samples(ITEM, [gave_up], None, tiny_tokenizer)
+    ]
+    assert [c.role for c in gave_up.calls] == ["plan", "search", "answer"] and gave_up.meta[
+        "stopped"
+    ] == "invalid"
+    assert rewards == [0.0, -1.0, 2 / 3]  # plan F1 0 (legal); invalid search -1; the answer's "Lomir city" F1
+
+
+def test_without_the_penalty_the_rewards_are_todays_bit_for_bit(tiny_tokenizer):
+    malformed = run(
+        "mask",
+        ITEM["question"],
+        {role: list(replies) for role, replies in MALFORMED.items()},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        answer_every_turn=True,
+    )
+    off = configured()
+    assert off.rewarded_samples is rewarded_samples  # the method is left as it was
+    legal_run = episode(answer_every_turn=True)  # every call legal: the penalty changes nothing either
+    for run_ in (malformed, legal_run):
+        today = [s.reward for s in rewarded_samples(ITEM, [run_], None, tiny_tokenizer)]
+        assert [s.reward for s in off.rewarded_samples(ITEM, [run_], None, tiny_tokenizer)] == today
+    assert [
+        s.reward
+        for s in configured(format_penalty=True).rewarded_samples(ITEM, [legal_run], None, tiny_tokenizer)
+    ] == [s.reward for s in rewarded_samples(ITEM, [legal_run], None, tiny_tokenizer)]
+    # the trajectory-level ablation takes the penalty too: the final F1 (1.0), -1 where the format breaks
+    ablation = configured(reward="trajectory", format_penalty=True).rewarded_samples(
+        ITEM, [malformed], None, tiny_tokenizer
+    )
+    assert [s.reward for s in ablation] == [0.0, 1, 1, 1, 0.0, 0.0, 1, 0.0, 1, 1]
+
+
+def test_the_step_reports_the_share_of_calls_outside_the_released_format():
+    malformed = run(
+        "mask",
+        ITEM["question"],
+        {role: list(replies) for role, replies in MALFORMED.items()},
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
+        max_iterations=3,
+        answer_every_turn=True,
+    )
+    illegal, calls = METHOD.metrics([ITEM], [[malformed, episode(answer_every_turn=True)]])[
+        "mask/illegal_format_frac"
+    ]
+    assert (illegal, calls) == (5.0, 20.0)

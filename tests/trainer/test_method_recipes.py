@@ -35,6 +35,19 @@ def test_mask_recipe_uses_the_papers_gae_settings_and_answers_every_turn():
     assert config.task.system_options["answer_every_turn"] is True
 
 
+def test_mask_released_recipe_is_mask_tiny_with_the_released_codes_two_switches_on_and_a_short_cold_start():
+    tiny, released = load_config(RECIPES / "mask-tiny.yaml"), load_config(RECIPES / "mask-released-tiny.yaml")
+    assert (tiny.algorithm.mask.format_penalty, tiny.task.system_options.get("plan_reset")) == (False, None)
+    reset = {**tiny.task.system_options, "plan_reset": True}
+    assert released.task == dataclasses.replace(tiny.task, system_options=reset)
+    penalty = dataclasses.replace(tiny.algorithm.mask, format_penalty=True)
+    assert released.algorithm == dataclasses.replace(tiny.algorithm, mask=penalty)
+    # and a shorter cold start (its header says why)
+    short = dataclasses.replace(tiny.warmup, steps=80, critic_steps=20)
+    assert released.warmup == short
+    assert dataclasses.replace(released, task=tiny.task, algorithm=tiny.algorithm, warmup=tiny.warmup) == tiny
+
+
 def test_plain_grpo_is_the_default_method():
     assert (
         AlgorithmConfig().method == "grpo"

@@ -47,6 +47,8 @@ def test_every_recorded_value_cites_its_source_file_commit_and_line(method):
     assert record["values"]
     for entry in record["values"]:
         assert isinstance(entry["line"], int) and entry["line"] > 0, entry
+        if "commit" in entry:  # read in another file at another commit than the source's
+            assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) and entry["path"], entry
         assert "text" in entry, entry
         assert entry["key"] is not None or entry.get("note"), (
             f"{entry}: a value the recipe leaves out says why"
@@ -78,6 +80,31 @@ def test_the_released_scripts_values_where_they_differ_from_earlier_guesses():
         1e-5,
         32,
     )
+
+
+def test_mask_paper_recipe_runs_the_released_codes_format_penalty_and_plan_reset():
+    released = {
+        e["key"]: (e["value"], e["path"], e["line"], e["text"])
+        for e in source_record("mask")["values"]
+        if "commit" in e
+    }
+    trainer = "verl/trainer/ppo/ray_trainer.py"
+    assert released == {
+        "algorithm.mask.format_penalty": (
+            True,
+            trainer,
+            1306,
+            'penalty_in_metrics = 0.0 if memory["is_legal_format"] else -1.0',
+        ),
+        "task.system_options.plan_reset": (
+            True,
+            trainer,
+            1324,
+            '"t1": {"question": question, "answer": init_answer}',
+        ),
+    }
+    config = load_config(RECIPES / "mask-paper.yaml")
+    assert config.algorithm.mask.format_penalty and config.task.system_options["plan_reset"] is True
 
 
 def test_marsrl_lists_what_its_text_does_not_recover():

@@ -9,6 +9,9 @@ on its last token:
 * Search, Summary, Update of turn t: the shared gain ``F1(a_t, y) - F1(a_{t-1}, y)`` (eq. 3);
 * a Search call that ends the loop (``<end>``, or a reply with neither tag) earns 0 (line 16).
 
+``algorithm.mask.format_penalty: true`` adds what M-ASK's released training code adds (``format_penalty``): -1 to
+every call whose reply breaks its role's strict format, on top of its F1 or ΔF1.
+
 ``algorithm.mask.reward: trajectory`` is the paper's ablation of the turn-level design: every call of the
 episode is rewarded with the F1 of the trajectory's final answer (``trajectory_rewards``).
 
@@ -23,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.systems.mask import ANSWER, PLAN, SEARCH
-from harness.systems.outcomes import IntermediateAnswer, SearchOutcome
-from harness.systems.types import Episode
+from harness.systems.outcomes import FormatCheck, IntermediateAnswer, SearchOutcome
+from harness.systems.types import Episode, ModelCall
 from judges.lexical import score
 from trainer.config import TrainConfig
 from trainer.methods.base import Method, Ratio, RewardedSamples, call_samples, concatenate, question_id
@@ -32,6 +35,14 @@ from trainer.samples import Sample
 
 END_REWARD = 0.0
 """Algorithm 1, line 16: the Search agent's ``<end>`` transition."""
+FORMAT_PENALTY = -1.0
+"""M-ASK's released training code (``RayPPOTrainer.async_rollout_single``, ``verl/trainer/ppo/ray_trainer.py``,
+chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b, lines 1306, 1453, 1477-1479):
+``0.0 if is_legal_format else -1.0``, added to the reward of every Plan, Answer, Search, Summary and Update call of
+a turn."""
+
+Rewards = Callable[[Episode, Any], dict[int, float]]
+"""``rewards(episode, golds) -> {call id: reward}``."""
 
 
 def f1_reward(answer: str | None, golds: str | list[str]) -> float:
@@ -67,7 +78,27 @@ def trajectory_rewards(episode: Episode, golds: str | list[str]) -> dict[int, fl
     return {call.id: final for call in episode.calls}
 
 
-def samples_under(rewards: Callable[[Episode, Any], dict[int, float]]) -> RewardedSamples:
+def format_penalty(call: ModelCall) -> float:
+    """The released code's penalty of one call: ``FORMAT_PENALTY`` for a reply outside its role's strict format,
+    else 0. A Search call that ends the loop with ``<end>`` is never penalised (the released code rewards it 0
+    whatever its format); one with neither tag ends our loop where the released code would search on a fallback
+    query cut from the reply, penalised, and is penalised here."""
+    if call.role == SEARCH and SearchOutcome.of(call.meta).action == "end":
+        return 0.0
+    return 0.0 if FormatCheck.of(call.meta).legal_format else FORMAT_PENALTY
+
+
+def penalised(rewards: Rewards) -> Rewards:
+    """``rewards`` with each call's ``format_penalty`` added (the released code's ``whole = reward + penalty``)."""
+
+    def with_penalty(episode: Episode, golds: Any) -> dict[int, float]:
+        earned = rewards(episode, golds)
+        return {call.id: earned[call.id] + format_penalty(call) for call in episode.calls}
+
+    return with_penalty
+
+
+def samples_under(rewards: Rewards) -> RewardedSamples:
     """``rewarded_samples`` with per-call ``rewards(episode, golds)``; the task is unused (F1 against the golds)."""
 
     def rewarded_samples(
@@ -86,21 +117,32 @@ def samples_under(rewards: Callable[[Episode, Any], dict[int, float]]) -> Reward
 
 
 def configure(method: Method, config: TrainConfig) -> Method:
-    """The turn-level method, or the trajectory-level ablation under ``algorithm.mask.reward: trajectory``."""
-    if config.algorithm.mask.reward == "trajectory":
-        return dataclasses.replace(method, rewarded_samples=samples_under(trajectory_rewards))
-    return method
+    """The turn-level method, or the trajectory-level ablation under ``algorithm.mask.reward: trajectory``; either
+    with the released code's format penalty under ``algorithm.mask.format_penalty``."""
+    switches = config.algorithm.mask
+    if switches.reward == "turn" and not switches.format_penalty:
+        return method
+    rewards = trajectory_rewards if switches.reward == "trajectory" else turn_rewards
+    if switches.format_penalty:
+        rewards = penalised(rewards)
+    return dataclasses.replace(method, rewarded_samples=samples_under(rewards))
 
 
 def step_metrics(items: list[dict[str, Any]], groups: list[list[Episode]]) -> dict[str, Ratio]:
     """``mask/final_answer_f1``: the mean F1 of the episodes' final answers (what the system is scored on, and
-    the reward of the trajectory-level ablation), whichever agents' rewards the recipe trains on."""
+    the reward of the trajectory-level ablation), whichever agents' rewards the recipe trains on;
+    ``mask/illegal_format_frac``: the share of calls outside their role's strict format (penalised or not)."""
     finals = [
         f1_reward(episode.final_answer, item["answer"])
         for item, group in zip(items, groups, strict=True)
         for episode in group
     ]
-    return {"mask/final_answer_f1": (sum(finals), float(len(finals)))}
+    calls = [call for group in groups for episode in group for call in episode.calls]
+    illegal = sum(not FormatCheck.of(call.meta).legal_format for call in calls)
+    return {
+        "mask/final_answer_f1": (sum(finals), float(len(finals))),
+        "mask/illegal_format_frac": (float(illegal), float(len(calls))),
+    }
 
 
 rewarded_samples = samples_under(turn_rewards)

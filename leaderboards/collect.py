@@ -37,7 +37,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ModelUsage
 from inspect_ai.scorer import value_to_float
 
-from harness.systems.accounting import Price, default_prices, price_of
+from harness.accounting import Price, default_prices, price_of
 from judges import registry as judge_registry
 from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from judges.metrics import is_unscored

@@ -9,9 +9,9 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.event import ScoreEvent, SpanBeginEvent
 
+from harness.accounting import Price, account, load_prices, price_of
 from harness.evaluation import benchmark_task
 from harness.systems import TOOL_SETTINGS
-from harness.systems.accounting import Price, account, load_prices, price_of
 from harness.systems.types import Episode, ModelCall, Reply, ToolCall
 from harness.testing import scripted_model
 

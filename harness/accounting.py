@@ -20,18 +20,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
-from harness.systems.inspect_adapter import stored_episode
-from harness.systems.types import Episode
-from harness.toolcache.counts import COUNT_KEYS
+if TYPE_CHECKING:
+    from harness.systems.types import Episode
 
 ACCOUNTING_SCORE = "accounting"
 """The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""
-PRICES_FILE = Path(__file__).resolve().parents[1] / "prices.yaml"
+PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
 PAGE_TOOL = "browse"
 PAPER_SOURCE = "scholar"
 PYTHON_TOOL = "python"
@@ -124,8 +124,9 @@ def account(
     return counts
 
 
-TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd", *COUNT_KEYS)
-"""The quantities also reported summed over every attempt of the eval, as ``total_<key>``."""
+TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
+"""The quantities also reported summed over every attempt of the eval, as ``total_<key>``, with the tool cache's
+counts (``harness.toolcache.counts.COUNT_KEYS``)."""
 
 
 @metric(scores="unreduced")
@@ -139,6 +140,8 @@ def per_attempt_means_and_totals() -> Metric:
     """
 
     def compute(scores: list[SampleScore]) -> Value:
+        from harness.toolcache.counts import COUNT_KEYS  # not at import: the package loads the tool settings
+
         counted = [s.score.value for s in scores if isinstance(s.score.value, dict)]
         keys = dict.fromkeys(key for value in counted for key in value)
         result: dict[str, float] = {}
@@ -146,7 +149,7 @@ def per_attempt_means_and_totals() -> Metric:
             values = [float(value[key]) for value in counted if key in value]
             known = [value for value in values if not math.isnan(value)]
             result[key] = sum(known) / len(known) if known else math.nan
-        for key in TOTALLED_KEYS:
+        for key in (*TOTALLED_KEYS, *COUNT_KEYS):
             if key in keys:
                 values = [float(value[key]) for value in counted if key in value]
                 result[f"total_{key}"] = sum(values)
@@ -177,12 +180,14 @@ def accounting() -> Scorer:
     as a scorer, it counts a sample's stored Episode with its system's roles and tools (NaN without an Episode)."""
 
     async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
+        from harness.systems.inspect_adapter import stored_episode  # the systems package imports this module
+
         episode = stored_episode(state.store)
         if episode is None:
             return Score(
                 value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
             )
-        from harness.systems import get_system  # the systems registry imports this module
+        from harness.systems import get_system
 
         spec = get_system(episode.system)
         return Score(value=account(episode, spec.roles, [*spec.tools, *spec.helper_tools], default_prices()))

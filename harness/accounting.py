@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -129,6 +129,35 @@ TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
 counts (``harness.toolcache.counts.COUNT_KEYS``)."""
 
 
+@dataclass
+class _Tally:
+    """Running sums over the attempts seen so far, in the order Inspect passes them."""
+
+    seen: list[Score] = field(default_factory=list)
+    totals: dict[str, float] = field(default_factory=dict)
+    known_sums: dict[str, float] = field(default_factory=dict)
+    known_counts: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+
+    def extends(self, scores: Sequence[SampleScore]) -> bool:
+        """Whether ``scores`` starts with the very scores already counted (Inspect appends finished attempts)."""
+        return len(scores) >= len(self.seen) and all(
+            new.score is old for new, old in zip(scores, self.seen, strict=False)
+        )
+
+    def add(self, score: Score) -> None:
+        self.seen.append(score)
+        if not isinstance(score.value, dict):
+            return
+        self.attempts += 1
+        for key, raw in score.value.items():
+            number = float(raw)
+            self.totals[key] = self.totals.get(key, 0.0) + number
+            if not math.isnan(number):
+                self.known_sums[key] = self.known_sums.get(key, 0.0) + number
+                self.known_counts[key] = self.known_counts.get(key, 0) + 1
+
+
 @metric(scores="unreduced")
 def per_attempt_means_and_totals() -> Metric:
     """Every counted quantity's mean per attempt, and ``total_<key>`` sums over all attempts for ``TOTALLED_KEYS``.
@@ -137,23 +166,29 @@ def per_attempt_means_and_totals() -> Metric:
     the metric takes the unreduced scores (one per question per epoch) and never the epoch reducer's mean/mode/max,
     which would make a cost look like a correctness score. A mean leaves out NaN values (an unpriced model's cost);
     a quantity no attempt has is NaN, and a total is NaN as soon as one attempt's value is unknown.
+
+    Inspect recomputes the metrics about once a second over every attempt so far; the sums are kept between calls
+    and only the attempts appended since the last call are read. Any other list (a replaced score, another eval)
+    is counted from the start.
     """
+    tally = _Tally()
 
     def compute(scores: list[SampleScore]) -> Value:
         from harness.toolcache.counts import COUNT_KEYS  # not at import: the package loads the tool settings
 
-        counted = [s.score.value for s in scores if isinstance(s.score.value, dict)]
-        keys = dict.fromkeys(key for value in counted for key in value)
-        result: dict[str, float] = {}
-        for key in keys:
-            values = [float(value[key]) for value in counted if key in value]
-            known = [value for value in values if not math.isnan(value)]
-            result[key] = sum(known) / len(known) if known else math.nan
+        nonlocal tally
+        if not tally.extends(scores):
+            tally = _Tally()
+        for sample_score in scores[len(tally.seen) :]:
+            tally.add(sample_score.score)
+        result: dict[str, float] = {
+            key: tally.known_sums[key] / tally.known_counts[key] if key in tally.known_counts else math.nan
+            for key in tally.totals
+        }
         for key in (*TOTALLED_KEYS, *COUNT_KEYS):
-            if key in keys:
-                values = [float(value[key]) for value in counted if key in value]
-                result[f"total_{key}"] = sum(values)
-        result["attempts"] = len(counted)
+            if key in tally.totals:
+                result[f"total_{key}"] = tally.totals[key]
+        result["attempts"] = tally.attempts
         return result
 
     return compute

@@ -17,7 +17,8 @@ layers) is batched statically, with a warning naming the reason. Both give every
 ``cuda:N``; for vLLM ``cuda:N``, a GPU list ``0,1``, or ``cpu`` for its CPU build), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
 ``seed`` (torch's global seed; vLLM's ``--seed``), ``threads`` (torch's CPU threads, process-wide, when the
 transformers backend runs on the CPU; default 1: torch's own default of one per core slowed decoding several-fold
-on a shared machine), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
+on a shared machine), ``batch_size`` (default: ``--max-connections`` when it is set, else 16, so the batch takes
+every request Inspect lets run at once), ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
 adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
 ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
@@ -43,6 +44,7 @@ import logging
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -96,6 +98,8 @@ TOOL_FORMAT = "any"
 
 CPU_THREADS = 1
 """Torch threads on the CPU unless ``-M threads`` says otherwise: one never oversubscribes a shared machine."""
+BATCH_SIZE = 16
+"""Rows generated together unless ``-M batch_size`` or ``--max-connections`` says otherwise."""
 
 
 @config_dataclass(frozen=True)
@@ -117,8 +121,8 @@ class LocalOptions:
     """Torch's global seed (vLLM's ``--seed``)."""
     threads: Annotated[StrictInt, Field(ge=1)] | None = None
     """Torch CPU threads for the transformers backend on the CPU (process-wide; default ``CPU_THREADS``)."""
-    batch_size: Annotated[StrictInt, Field(ge=1)] = 16
-    """Most rows generated together."""
+    batch_size: Annotated[StrictInt, Field(ge=1)] | None = None
+    """Most rows generated together (default: ``--max-connections`` when it is set, else ``BATCH_SIZE``)."""
     batch_wait_ms: Annotated[StrictFloat, Field(ge=0)] = 10.0
     """How long the static scheduler gathers requests into a batch."""
     scheduler: Literal["continuous", "static"] = "continuous"
@@ -162,6 +166,8 @@ def open_local_model(
 ) -> ModelAPI:
     """Create the ``ModelAPI`` for ``local/<model_name>`` (called by Inspect with the ``-M`` options)."""
     options = LocalOptions.parse(model_args)
+    if options.batch_size is None:
+        options = replace(options, batch_size=config.max_connections or BATCH_SIZE)
     checkpoint = resolve_checkpoint(
         model_name,
         base=options.base,

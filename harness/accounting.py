@@ -177,18 +177,19 @@ def per_attempt_means_and_totals() -> Metric:
         from harness.toolcache.counts import COUNT_KEYS  # not at import: the package loads the tool settings
 
         nonlocal tally
-        if not tally.extends(scores):
-            tally = _Tally()
-        for sample_score in scores[len(tally.seen) :]:
-            tally.add(sample_score.score)
+        # a local name: another eval's call may swap ``tally`` meanwhile
+        counted = tally if tally.extends(scores) else _Tally()
+        for sample_score in scores[len(counted.seen) :]:
+            counted.add(sample_score.score)
+        tally = counted
+        sums, counts = counted.known_sums, counted.known_counts
         result: dict[str, float] = {
-            key: tally.known_sums[key] / tally.known_counts[key] if key in tally.known_counts else math.nan
-            for key in tally.totals
+            key: sums[key] / counts[key] if key in counts else math.nan for key in counted.totals
         }
         for key in (*TOTALLED_KEYS, *COUNT_KEYS):
-            if key in tally.totals:
-                result[f"total_{key}"] = tally.totals[key]
-        result["attempts"] = tally.attempts
+            if key in counted.totals:
+                result[f"total_{key}"] = counted.totals[key]
+        result["attempts"] = counted.attempts
         return result
 
     return compute

@@ -127,6 +127,44 @@ def test_batched_vs_sequential_throughput(benchmark, tiny, loop, concurrent):
     )
 
 
+MANY_CONCURRENT = 64
+WIDTHS = (16, 32, 64)
+
+
+def test_batch_size_under_many_concurrent_requests(benchmark, tiny, loop):
+    """``MANY_CONCURRENT`` concurrent requests (``--max-connections 64``) served with ``-M batch_size`` of each of
+    ``WIDTHS``: ratios of output tokens per wall-clock and per CPU second, each width against 16 (the former
+    default), in interleaved rounds (16 and the other widths alternately first)."""
+    models = {
+        width: get_model(f"local/{tiny}", batch_size=width, batch_wait_ms=10, backend="hf", memoize=False)
+        for width in WIDTHS
+    }
+    for model in models.values():
+        tokens_per_second(model, MANY_CONCURRENT, loop)  # warm-up
+    gc.collect()
+    gc.freeze()
+
+    def widths() -> dict[int, dict[str, float]]:
+        return {width: burst_rates(models[width], MANY_CONCURRENT, loop) for width in WIDTHS[1:]}
+
+    pairs = benchmark.pedantic(
+        interleaved_pairs,
+        args=(widths, lambda: burst_rates(models[WIDTHS[0]], MANY_CONCURRENT, loop), ROUNDS),
+        rounds=1,
+        iterations=1,
+    )
+    gc.unfreeze()
+    report = {
+        f"{width}_over_{WIDTHS[0]}": {
+            clock: ratio_spread(pairs, lambda p, w=width, c=clock: p.ours[w][c] / p.baseline[c]).as_dict()
+            for clock in ("wall", "cpu")
+        }
+        for width in WIDTHS[1:]
+    }
+    benchmark.extra_info.update(report)
+    print(f"\n{MANY_CONCURRENT} concurrent, {ROUNDS} rounds, tokens/s ratios min/median/max: {report}")
+
+
 ARRIVALS = 16
 ARRIVAL_GAP_S = 0.01
 MIXED_MAX_TOKENS = (8, 64, 16, 40, 24, 56, 12, 32)

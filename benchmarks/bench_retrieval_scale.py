@@ -9,6 +9,7 @@ encoded: encoding is the same cost for every type and is measured in ``bench_ret
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/pytest benchmarks/bench_retrieval_scale.py --benchmark-only -s``:
 20,000 passages; ``MARA_BENCH_FULL=1``: 100,000 and 1,000,000 passages (3 GiB of vectors on disk at 1M).
+Each type's line is printed as it completes, so a run stopped by a timeout still reports the types it built.
 """
 
 from __future__ import annotations
@@ -122,7 +123,9 @@ def test_index_types_at_scale(benchmark, tmp_path, rows):
             "Flat": _per_passage(pairs[-1].ours, rows),
         },
     }
+    print(f"\n{rows} passages, Flat pairs: {json.dumps(report)}", flush=True)
     for index_type in _index_types(rows):
         report["types"][index_type] = _per_passage(_build(vectors, index_type, tmp_path / index_type), rows)
+        print(f"{rows} passages, {index_type}: {json.dumps(report['types'][index_type])}", flush=True)
     benchmark.extra_info.update(report)
     print(f"\nretrieval at {rows} passages: {json.dumps(report, indent=1)}")

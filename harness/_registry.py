@@ -1,18 +1,21 @@
 """Inspect AI entry point (``mara_bench``): registers the tasks (``mara_bench/<task>``), the ``local/`` model
 provider, the judges' scorers, the ``accounting`` scorer and the maj@k reducer.
 
-Inspect imports every installed entry point when it starts, so this import must stay cheap: nothing here (or in
-what it imports) loads torch, transformers, sympy, math_verify, trafilatura, sentence-transformers or faiss; they
-load when a task is created, a model is opened or a judge runs (``tests/core/test_import_cost.py`` checks).
+Inspect imports every installed entry point when any ``inspect`` command starts, whatever the task, so this import
+must stay cheap: it loads no library Inspect has not loaded by then (numpy, torch, transformers, faiss ...) and none
+of the harness's machinery (systems, tools, tool cache, retrieval); those load when a task is created, a model is
+opened or a judge runs (``tests/core/test_import_cost.py`` checks the whole chain).
 ``harness.invocation`` comes first: it records the directory the command ran in before Inspect changes into a
 task file's folder.
 """
 
+from harness import invocation  # noqa: F401  (first: captures the directory the command ran in)
+
+# isort: split
 from harness import (
-    invocation,  # noqa: F401  (first: captures the directory the command ran in)
+    accounting,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
 from harness.providers import local_provider  # noqa: F401  (registers the `local/` model provider)
-from harness.systems import accounting  # noqa: F401  (registers the metrics of the systems' `accounting` score)
 from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
 from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)

@@ -27,15 +27,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from inspect_ai.model import ResponseSchema
 from inspect_ai.util import json_schema
 from pydantic import BaseModel, ValidationError, field_validator
 
 from judges.templates import load_prompt
 from judges.verdicts import json_object, labelled_values, parse_yes_no
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PROMPT_NAME = "hle_judge"
 CALIBRATION_METHODS = ("official", "all_bins")
@@ -202,6 +204,8 @@ def calibration_error(
     n = len(confidences)
     if calibration_undefined_reason(n, method, beta) is not None:
         return None
+    import numpy as np  # here, not at import: the Inspect entry point imports this module
+
     probabilities, outcomes = _reference_arrays(confidences, correct, method)
     order = np.argsort(probabilities)  # numpy's default kind, as both references: ties land in numpy's order
     probabilities, outcomes = probabilities[order], outcomes[order]
@@ -224,6 +228,8 @@ def _reference_arrays(
     """Confidences (as probabilities) and outcomes with the dtypes and conversion each reference uses: the
     official ``np.array(confidence) / 100`` over a bool array; inspect_evals ``int(confidence) / 100.0`` (a
     non-integer confidence is truncated) over 1.0/0.0 floats."""
+    import numpy as np
+
     if method == "official":
         return np.array(confidences) / 100, np.array(correct, dtype=bool)
     truncated = [int(confidence) / 100.0 for confidence in confidences]

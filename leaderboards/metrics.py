@@ -9,7 +9,7 @@ from collections import defaultdict
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelUsage
 
-from harness.systems.accounting import Price, default_prices, price_of
+from harness.accounting import Price, default_prices, price_of
 from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from leaderboards.records import MetricValue, SampleScore
 from leaderboards.stats import Z95, wilson_interval

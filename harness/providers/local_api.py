@@ -19,7 +19,8 @@ layers) is batched statically, with a warning naming the reason. Both give every
 ``cuda:N``; for vLLM ``cuda:N``, a GPU list ``0,1``, or ``cpu`` for its CPU build), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
 ``seed`` (torch's global seed; vLLM's ``--seed``), ``threads`` (torch's CPU threads, process-wide, when the
 transformers backend runs on the CPU; default 1: torch's own default of one per core slowed decoding several-fold
-on a shared machine), ``batch_size``, ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
+on a shared machine), ``batch_size`` (default: ``--max-connections`` when it is set, else 16, so the batch takes
+every request Inspect lets run at once), ``batch_wait_ms``, ``scheduler``, ``merge`` (merge a LoRA
 adapter into its base; default true), ``base`` (an adapter's base model), ``tokenizer`` (a tokenizer
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
 ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
@@ -39,6 +40,7 @@ not fit it (the output then carries the error in its metadata).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -46,7 +48,7 @@ from inspect_ai.model import GenerateConfig, ModelAPI
 
 from harness.prerequisites import one_line_errors
 from harness.providers.backends import choose_backend
-from harness.providers.local_options import LocalOptions
+from harness.providers.local_options import BATCH_SIZE, LocalOptions
 from harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
 from harness.providers.resolve import resolve_checkpoint
 from harness.providers.transformers_api import TransformersModelAPI
@@ -63,6 +65,8 @@ def open_local_model(
 ) -> ModelAPI:
     """Create the ``ModelAPI`` for ``local/<model_name>`` (called by Inspect with the ``-M`` options)."""
     options = LocalOptions.parse(model_args)
+    if options.batch_size is None:
+        options = replace(options, batch_size=config.max_connections or BATCH_SIZE)
     checkpoint = resolve_checkpoint(
         model_name,
         base=options.base,

@@ -9,6 +9,9 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from harness.typed_config import config_dataclass, validate
 
+BATCH_SIZE = 16
+"""Rows generated together unless ``-M batch_size`` or ``--max-connections`` says otherwise."""
+
 
 @config_dataclass(frozen=True)
 class LocalOptions:
@@ -29,8 +32,8 @@ class LocalOptions:
     """Torch's global seed (vLLM's ``--seed``)."""
     threads: Annotated[StrictInt, Field(ge=1)] | None = None
     """Torch CPU threads for the transformers backend on the CPU (process-wide; default ``CPU_THREADS``)."""
-    batch_size: Annotated[StrictInt, Field(ge=1)] = 16
-    """Most rows generated together."""
+    batch_size: Annotated[StrictInt, Field(ge=1)] | None = None
+    """Most rows generated together (default: ``--max-connections`` when it is set, else ``BATCH_SIZE``)."""
     batch_wait_ms: Annotated[StrictFloat, Field(ge=0)] = 10.0
     """How long the static scheduler gathers requests into a batch."""
     scheduler: Literal["continuous", "static"] = "continuous"

@@ -12,10 +12,10 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from harness.accounting import record_account
 from harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
 from harness.prompts import fill
 from harness.systems import direct, mars, mask, matpo, react, vc
-from harness.systems.accounting import record_account
 from harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
 from harness.systems.options import check_options, option_names
 from harness.systems.types import Chat, Episode, Toolbox

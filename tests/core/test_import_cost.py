@@ -1,5 +1,6 @@
-"""Idle cost ≈ 0: the Inspect entry point, which every ``inspect`` command imports, loads no heavy library, and a
-system loads only the tools it uses. Each check runs in a fresh interpreter, where ``sys.modules`` starts clean."""
+"""Idle cost ≈ 0: the Inspect entry point, which every ``inspect`` command imports, loads no library Inspect has not
+loaded already and none of the harness's machinery, and a system loads only the tools it uses. Each check runs in a
+fresh interpreter, where ``sys.modules`` starts clean."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ import sys
 
 import pytest
 
+OURS = ("harness", "judges", "mara_bench")
+MACHINERY = (
+    "harness.systems",
+    "harness.tools",
+    "harness.toolcache",
+    "harness.retrieval",
+    "harness.providers.local_api",
+)
+"""Loaded when a task is created, a model opened or a tool built; never by the entry point."""
 HEAVY = ("torch", "transformers", "sympy", "math_verify", "trafilatura", "sentence_transformers", "faiss")
 WEB_STACK = ("trafilatura", "pypdf", "lxml", "harness.tools.browse", "harness.tools.web", "harness.retrieval")
 
@@ -23,8 +33,28 @@ def _loaded_after(code: str, watched: tuple[str, ...]) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_entry_point_loads_no_heavy_library():
-    assert _loaded_after("import harness._registry", HEAVY) == []
+def _imported_by_inspect_startup() -> list[str]:
+    """The modules Inspect's start-up imports for the installed entry points (``ensure_entry_points``, which
+    every ``inspect`` command runs) on top of what its command line has imported by then."""
+    script = (
+        "import json, sys\n"
+        "from inspect_ai._cli.main import main\n"
+        "from inspect_ai._util.entrypoints import ensure_entry_points\n"
+        "before = set(sys.modules)\n"
+        "ensure_entry_points()\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_inspect_startup_loads_only_our_registrations():
+    loaded = _imported_by_inspect_startup()
+    assert "harness._registry" in loaded  # mara-bench's entry point is installed and was the one measured
+    third_party = [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, *OURS)]
+    assert third_party == []
+    assert [m for m in loaded if m.startswith(MACHINERY)] == []
 
 
 @pytest.mark.parametrize("system", ["direct", "vc"])

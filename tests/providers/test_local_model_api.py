@@ -257,6 +257,20 @@ def test_a_tool_call_in_the_reply_is_parsed_and_think_is_kept(tiny_qwen):
     assert (plain.completion, plain.stop_reason) == ("<think>a</think>b", "stop")
 
 
+def test_the_batch_takes_every_request_inspect_lets_run_unless_batch_size_says_otherwise(tiny_qwen):
+    """With ``--max-connections`` set the batch holds that many rows (docs/experiments/retrieval.md measures why);
+    without it, 16; an explicit ``-M batch_size`` wins."""
+
+    def rows(config: GenerateConfig, **model_args) -> int:
+        model = get_model(f"local/{tiny_qwen}", config=config, memoize=False, backend="hf", **model_args)
+        assert model.api.options.batch_size == model.api.batcher.batch_size
+        return model.api.batcher.batch_size
+
+    assert rows(GenerateConfig(max_connections=6)) == 6
+    assert rows(GenerateConfig()) == 16
+    assert rows(GenerateConfig(max_connections=6), batch_size=4) == 4
+
+
 def test_option_errors_are_clear(tiny_qwen):
     with pytest.raises(
         ValueError,

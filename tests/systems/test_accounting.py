@@ -8,10 +8,11 @@ import math
 import pytest
 from inspect_ai import eval
 from inspect_ai.event import ScoreEvent, SpanBeginEvent
+from inspect_ai.scorer import SampleScore, Score
 
+from harness.accounting import Price, account, load_prices, per_attempt_means_and_totals, price_of
 from harness.evaluation import benchmark_task
 from harness.systems import TOOL_SETTINGS
-from harness.systems.accounting import Price, account, load_prices, price_of
 from harness.systems.types import Episode, ModelCall, Reply, ToolCall
 from harness.testing import scripted_model
 
@@ -134,3 +135,33 @@ def test_the_system_solver_writes_the_accounting_score_without_a_scorer_of_its_o
         (event,) = [e for e in sample.events if isinstance(e, ScoreEvent) and e.scorer == "accounting"]
         assert event.score.value == sample.scores["accounting"].value
         assert sample.scores["accounting"].value["output_tokens"] == 2  # "\\boxed{1}": 9 characters, 2 tokens
+
+
+def _attempt(sample_id: int, tokens: float, cost: float, hits: float) -> SampleScore:
+    value = {"input_tokens": tokens, "cost_usd": cost, "tool_cache_hit": hits}
+    return SampleScore(score=Score(value=value), sample_id=sample_id)
+
+
+def _same(left: dict, right: dict) -> bool:
+    return list(left) == list(right) and all(
+        a == b or (math.isnan(a) and math.isnan(b))
+        for a, b in zip(left.values(), right.values(), strict=True)
+    )
+
+
+def test_the_accounting_metric_kept_between_calls_equals_a_fresh_count():
+    """Inspect recomputes the metric on every attempt so far: the running sums give what a fresh count gives when
+    attempts are appended, when one is replaced (a requeued sample) and when another eval's list comes in."""
+    scores = [_attempt(0, 10, 0.5, 1), _attempt(1, 30, math.nan, 0)]
+    running = per_attempt_means_and_totals()
+    first = running(scores)
+    assert first["input_tokens"] == 20 and first["cost_usd"] == 0.5 and math.isnan(first["total_cost_usd"])
+    assert first["total_tool_cache_hit"] == 1 and first["attempts"] == 2
+    scores.append(_attempt(2, 50, 1.5, 2))
+    assert _same(running(scores), per_attempt_means_and_totals()(scores))
+    assert running(scores)["input_tokens"] == 30
+    scores[1] = _attempt(1, 90, 1.0, 0)
+    assert _same(running(scores), per_attempt_means_and_totals()(scores))
+    assert running(scores)["total_input_tokens"] == 150
+    other = [_attempt(0, 7, 0.0, 0)]
+    assert running(other)["total_input_tokens"] == 7 and running(other)["attempts"] == 1

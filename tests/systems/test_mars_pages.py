@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from harness.accounting import account
 from harness.protocols import get_protocol
 from harness.systems import TOOL_SETTINGS, build_toolbox, get_system, mars
-from harness.systems.accounting import account
 from harness.systems.tokens import CharEstimate
 from harness.tools.output import ToolText
 from harness.tools.pages import read_pages

@@ -8,8 +8,8 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState
 
+from harness.accounting import ACCOUNTING_SCORE
 from harness.systems import system_solver
-from harness.systems.accounting import ACCOUNTING_SCORE
 from harness.systems.inspect_adapter import stored_episode
 from harness.systems.parsing import last_boxed
 from harness.testing import scripted_model

@@ -17,21 +17,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
-from harness.systems.inspect_adapter import stored_episode
-from harness.systems.types import Episode
-from harness.toolcache.counts import COUNT_KEYS
+if TYPE_CHECKING:
+    from harness.systems.types import Episode
 
 ACCOUNTING_SCORE = "accounting"
 """The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""
-PRICES_FILE = Path(__file__).resolve().parents[1] / "prices.yaml"
+PRICES_FILE = Path(__file__).resolve().with_name("prices.yaml")
 PAGE_TOOL = "browse"
 PAPER_SOURCE = "scholar"
 PYTHON_TOOL = "python"
@@ -124,8 +124,38 @@ def account(
     return counts
 
 
-TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd", *COUNT_KEYS)
-"""The quantities also reported summed over every attempt of the eval, as ``total_<key>``."""
+TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
+"""The quantities also reported summed over every attempt of the eval, as ``total_<key>``, with the tool cache's
+counts (``harness.toolcache.counts.COUNT_KEYS``)."""
+
+
+@dataclass
+class _Tally:
+    """Running sums over the attempts seen so far, in the order Inspect passes them."""
+
+    seen: list[Score] = field(default_factory=list)
+    totals: dict[str, float] = field(default_factory=dict)
+    known_sums: dict[str, float] = field(default_factory=dict)
+    known_counts: dict[str, int] = field(default_factory=dict)
+    attempts: int = 0
+
+    def extends(self, scores: Sequence[SampleScore]) -> bool:
+        """Whether ``scores`` starts with the very scores already counted (Inspect appends finished attempts)."""
+        return len(scores) >= len(self.seen) and all(
+            new.score is old for new, old in zip(scores, self.seen, strict=False)
+        )
+
+    def add(self, score: Score) -> None:
+        self.seen.append(score)
+        if not isinstance(score.value, dict):
+            return
+        self.attempts += 1
+        for key, raw in score.value.items():
+            number = float(raw)
+            self.totals[key] = self.totals.get(key, 0.0) + number
+            if not math.isnan(number):
+                self.known_sums[key] = self.known_sums.get(key, 0.0) + number
+                self.known_counts[key] = self.known_counts.get(key, 0) + 1
 
 
 @metric(scores="unreduced")
@@ -136,21 +166,30 @@ def per_attempt_means_and_totals() -> Metric:
     the metric takes the unreduced scores (one per question per epoch) and never the epoch reducer's mean/mode/max,
     which would make a cost look like a correctness score. A mean leaves out NaN values (an unpriced model's cost);
     a quantity no attempt has is NaN, and a total is NaN as soon as one attempt's value is unknown.
+
+    Inspect recomputes the metrics about once a second over every attempt so far; the sums are kept between calls
+    and only the attempts appended since the last call are read. Any other list (a replaced score, another eval)
+    is counted from the start.
     """
+    tally = _Tally()
 
     def compute(scores: list[SampleScore]) -> Value:
-        counted = [s.score.value for s in scores if isinstance(s.score.value, dict)]
-        keys = dict.fromkeys(key for value in counted for key in value)
-        result: dict[str, float] = {}
-        for key in keys:
-            values = [float(value[key]) for value in counted if key in value]
-            known = [value for value in values if not math.isnan(value)]
-            result[key] = sum(known) / len(known) if known else math.nan
-        for key in TOTALLED_KEYS:
-            if key in keys:
-                values = [float(value[key]) for value in counted if key in value]
-                result[f"total_{key}"] = sum(values)
-        result["attempts"] = len(counted)
+        from harness.toolcache.counts import COUNT_KEYS  # not at import: the package loads the tool settings
+
+        nonlocal tally
+        # a local name: another eval's call may swap ``tally`` meanwhile
+        counted = tally if tally.extends(scores) else _Tally()
+        for sample_score in scores[len(counted.seen) :]:
+            counted.add(sample_score.score)
+        tally = counted
+        sums, counts = counted.known_sums, counted.known_counts
+        result: dict[str, float] = {
+            key: sums[key] / counts[key] if key in counts else math.nan for key in counted.totals
+        }
+        for key in (*TOTALLED_KEYS, *COUNT_KEYS):
+            if key in counted.totals:
+                result[f"total_{key}"] = counted.totals[key]
+        result["attempts"] = counted.attempts
         return result
 
     return compute
@@ -177,12 +216,14 @@ def accounting() -> Scorer:
     as a scorer, it counts a sample's stored Episode with its system's roles and tools (NaN without an Episode)."""
 
     async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
+        from harness.systems.inspect_adapter import stored_episode  # the systems package imports this module
+
         episode = stored_episode(state.store)
         if episode is None:
             return Score(
                 value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
             )
-        from harness.systems import get_system  # the systems registry imports this module
+        from harness.systems import get_system
 
         spec = get_system(episode.system)
         return Score(value=account(episode, spec.roles, [*spec.tools, *spec.helper_tools], default_prices()))

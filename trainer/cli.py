@@ -9,7 +9,6 @@ before any model is built or file written (``trainer.preflight``).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from harness.invocation import user_path
@@ -85,65 +84,8 @@ def check_resumable(run_dir: Path) -> None:
 
 
 def train(config, run_dir: Path, *, resume: bool = False) -> int:
-    """Train ``config`` in ``run_dir``: checkpoints every ``save_every`` steps and at the end, held-out
-    evaluations every ``eval.every`` steps (``trainer.heldout``), then plot."""
-    from tqdm import tqdm
-
+    """Train ``config`` in ``run_dir`` (``Trainer.fit``)."""
     from trainer.engine import Trainer
-    from trainer.heldout import heldout_metrics, summary_line
-    from trainer.metrics import MetricsLog, plot_curves
 
-    trainer = Trainer(config, run_dir, resume=resume)
-    main_rank = trainer.dist.is_main
-    log = MetricsLog(run_dir, first_step=trainer.step) if main_rank else None
-    every = config.eval.every
-    first: dict[str, float] = {}
-    if trainer.step == 0:
-        from trainer.warmup import warm_up
-
-        warm_up(trainer)
-        if every:  # the cold start's skill: the "before" of every held-out figure, logged as step -1
-            first = heldout_metrics(trainer)
-            if log is not None:
-                log.write(-1, first)
-                print(f"held-out after the cold start: {summary_line(first)}")
-    if main_rank:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(json.dumps(to_dict(config), indent=2))
-    bar = tqdm(total=config.steps, initial=trainer.step, desc="train", disable=not main_rank)
-    last: dict[str, float] = {}
-    while trainer.step < config.steps:
-        metrics = trainer.train_step()
-        if every and (trainer.step % every == 0 or trainer.step == config.steps):
-            last = heldout_metrics(trainer)
-            metrics.update(last)
-            bar.write(f"held-out after step {trainer.step - 1}: {summary_line(last)}")
-        if log is not None:
-            log.write(trainer.step - 1, metrics)
-        bar.set_postfix(
-            reward=f"{metrics['reward_mean']:.3f}", loss=f"{metrics.get('loss', float('nan')):.4f}"
-        )
-        bar.update(1)
-        if config.save_every and trainer.step % config.save_every == 0 and trainer.step < config.steps:
-            trainer.save()
-    bar.close()
-    trainer.save()
-    if log is not None:
-        log.close()
-        if first and last:
-            print(heldout_table(first, last))
-        print(
-            f"run directory: {run_dir}  (export: {run_dir / 'exports' / f'step_{trainer.step}'}, curves: {plot_curves(run_dir)})"
-        )
+    Trainer(config, run_dir, resume=resume).fit()
     return 0
-
-
-def heldout_table(before: dict[str, float], after: dict[str, float]) -> str:
-    """The held-out metrics after the cold start and after the last step, one per line."""
-    from trainer.heldout import PREFIX
-
-    lines = ["held-out skill, after the cold start -> after RL:"]
-    for name in sorted(set(before) & set(after)):
-        if "/sum_" not in name:
-            lines.append(f"  {name.removeprefix(PREFIX):36s} {before[name]:.3f} -> {after[name]:.3f}")
-    return "\n".join(lines)

@@ -235,3 +235,12 @@ def summary_line(metrics: dict[str, float]) -> str:
         f"{name.removeprefix(PREFIX)} {value:.3f}" for name, value in metrics.items() if "/sum_" not in name
     ]
     return ", ".join(shown)
+
+
+def heldout_table(before: dict[str, float], after: dict[str, float]) -> str:
+    """The held-out metrics after the cold start and after the last step, one per line."""
+    lines = ["held-out skill, after the cold start -> after RL:"]
+    for name in sorted(set(before) & set(after)):
+        if "/sum_" not in name:
+            lines.append(f"  {name.removeprefix(PREFIX):36s} {before[name]:.3f} -> {after[name]:.3f}")
+    return "\n".join(lines)

@@ -1,6 +1,7 @@
 """MarsRL's pipelined and segmented rollouts in the real trainer (arXiv:2511.11373 §3.3-3.4): rollout and training side by
 side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and/or ``rollout.segment_tokens: N``;
-``Trainer.train_step`` then hands each step to ``Pipeline.train_step``.
+the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.sources``): ``Trainer.train_step`` trains on the
+batches it hands over.
 
 * A rollout thread (its own event loop) runs the V-C chains of the questions with a SNAPSHOT of the policy
   (``trainer.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls), ``group_size`` chains
@@ -23,12 +24,12 @@ side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and
   only with weights of a version ``>= (the step being taken) - max_staleness`` (else it waits for them). So no
   sample is trained with a staleness above the bound; a step that would is an error, not a silent drop.
 * Importance ratios use the BEHAVIOUR policy: each sample's ``old_logprobs`` are the sampler's own, recorded at
-  the training temperature as each token was sampled, under the weights that sampled it (``Trainer._update(...,
-  behaviour=True)``).
+  the training temperature as each token was sampled, under the weights that sampled it (``PolicyUpdate(...,
+  behaviour=True)``, asked for by the batch's ``behaviour``).
 
-Metrics per step, beside the usual ones: ``staleness_mean`` / ``staleness_max``, ``samples`` and
-``samples/<role>`` (rows trained), ``samples_per_s``, ``time_wait_learner`` (the learner waiting for samples) and
-``time_wait_sampler`` (the sampler waiting for capacity or newer weights since the last step). Not deterministic
+Metrics per step, beside the step's own (``staleness_mean`` / ``staleness_max``, ``samples``, ...):
+``time_wait_learner`` (the learner waiting for samples) and ``time_wait_sampler`` (the sampler waiting for capacity
+or newer weights since the last batch). Not deterministic
 across runs (thread timing decides which groups share a step); a resumed run goes on from the data cursor, so the
 questions that were in flight at the checkpoint are skipped; no rollout dumps (``rollouts/``); one process only.
 """
@@ -43,24 +44,22 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from harness.providers.generation import Sampling
 from harness.systems import run_system
 from harness.systems.types import Episode, Message, Reply
-from trainer import role_metrics
+from trainer.config import TrainConfig
 from trainer.methods import concatenate
 from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
 from trainer.pipeline_units import ChainCalls, Event, Origin, Unit
+from trainer.rollout import PromptOrder, Rollout
 from trainer.samples import Sample
-from trainer.scoring import episode_metrics, reward_metrics, training_rows
 from trainer.segments import SegmentedChat
-
-if TYPE_CHECKING:
-    from trainer.engine import Trainer
+from trainer.sources import Batch
 
 EVENTS_KEPT = 100_000
 
@@ -111,13 +110,22 @@ class _ChainTap:
 
 
 class Pipeline:
-    """The learner side of a pipelined run, and the rollout thread it starts on its first step."""
+    """The learner side of a pipelined run (a ``SampleSource``), and the rollout thread it starts on its first
+    batch: it samples with a snapshot of ``policy`` and takes its questions from ``prompts``."""
 
-    def __init__(self, trainer: Trainer):
-        config = trainer.config
-        if trainer.dist.world_size > 1:
+    def __init__(
+        self,
+        config: TrainConfig,
+        rollout: Rollout,
+        policy: torch.nn.Module,
+        tokenizer: Any,
+        prompts: PromptOrder,
+        world_size: int,
+    ):
+        if world_size > 1:
             raise ValueError("pipelined / segmented rollouts run in one process; drop torchrun")
-        self.trainer, self.config = trainer, config
+        self.config, self.rollout, self.prompts = config, rollout, prompts
+        self.policy, self.tokenizer = policy, tokenizer
         self.staleness_bound = config.algorithm.marsrl.max_staleness
         self.per_agent = config.algorithm.marsrl.pipeline
         self.batch_target = config.rollout.prompts_per_step * config.rollout.group_size
@@ -140,61 +148,33 @@ class Pipeline:
 
     # ---- learner ------------------------------------------------------------------------------------------
 
-    def train_step(self) -> dict[str, float]:
-        trainer = self.trainer
-        version = trainer.step
+    def next_batch(self, version: int) -> Batch:
+        """Every group released since the last batch (waiting for enough of them, ``_take``), with the sampler's
+        behaviour logprobs; starts the rollout thread on the first call."""
         if self.thread is None:
             self._start(version)
         started = time.perf_counter()
         units, finished = self._take(version)
         taken = time.perf_counter()
-        made = [self._samples(unit, version) for unit in units]
-        rows = training_rows(made, trainer.method, self.config.algorithm, trainer.dist)
-        groups = rows.groups
-        samples = concatenate(groups)
-        staleness = [version - s.policy_version for s in samples if s.policy_version is not None]
-        if staleness and max(staleness) > self.staleness_bound:
-            raise RuntimeError(f"staleness {max(staleness)} above algorithm.marsrl.max_staleness")
-        metrics = reward_metrics(trainer.dist, samples)
-        items = [item for item, _ in finished]
-        episodes = [chains for _, chains in finished]
-        metrics.update(
-            episode_metrics(trainer.dist, trainer.method, items, episodes, [0] * len(items), groups)
-        )
-        if samples and rows.finite:
-            metrics.update(trainer.updater(samples, version, behaviour=True))
-        else:
-            metrics.update(skipped=1.0)
-        self._publish(version + 1)
-        trainer.last_samples = samples
-        trainer.last_rewarded = concatenate(made)
-        metrics.update(
-            role_metrics.sample_metrics(role_metrics.sample_sums(samples, trainer.roles), trainer.roles)
-        )
+        groups = [self._samples(unit, version) for unit in units]
         with self.cond:
             sampler_wait, self.sampler_wait = self.sampler_wait, 0.0
-        done = time.perf_counter()
-        tokens = float(sum(len(s.input_ids) for s in samples))
-        metrics.update(
-            step=float(version),
-            tokens=tokens,
-            tokens_per_s=tokens / (done - started),
-            samples=float(len(samples)),
-            samples_per_s=len(samples) / (done - started),
-            staleness_mean=sum(staleness) / len(staleness) if staleness else 0.0,
-            staleness_max=float(max(staleness, default=0)),
-            time_wait_learner=taken - started,
-            time_wait_sampler=sampler_wait,
-            time_update=done - taken,
-            time_step=done - started,
-            lr=trainer.updater.scheduler.get_last_lr()[0],
+        return Batch(
+            items=[item for item, _ in finished],
+            episodes=[chains for _, chains in finished],
+            unscored=[0] * len(finished),
+            groups=groups,
+            started=started,
+            ready=taken,
+            metrics={"time_wait_learner": taken - started, "time_wait_sampler": sampler_wait},
+            behaviour=True,
+            staleness_bound=self.staleness_bound,
+            per_question=False,
         )
-        for role in trainer.roles:
-            metrics[f"samples/{role}"] = float(sum(s.role == role for s in samples))
-        trainer.step += 1
-        if trainer.step >= self.config.steps:
-            self.close()
-        return metrics
+
+    def updated(self, version: int) -> None:
+        """Publish the learner's weights of ``version`` to the sampler."""
+        self._publish(version)
 
     def _take(self, version: int) -> tuple[list[Unit], list[tuple[dict[str, Any], list[Episode]]]]:
         """Wait until the queue holds a batch and no sample still to come would be too stale after this step."""
@@ -225,7 +205,7 @@ class Pipeline:
             self.cond.notify_all()
 
     def _publish(self, version: int) -> None:
-        weights = {name: p.detach().clone() for name, p in self.trainer.policy.named_parameters()}
+        weights = {name: p.detach().clone() for name, p in self.policy.named_parameters()}
         with self.cond:
             self.published = (version, weights)
             self.cond.notify_all()
@@ -242,14 +222,14 @@ class Pipeline:
     # ---- rollout thread -----------------------------------------------------------------------------------
 
     def _start(self, version: int) -> None:
-        trainer, rollout = self.trainer, self.config.rollout
-        model = copy.deepcopy(trainer.policy).eval().requires_grad_(False)
+        rollout = self.config.rollout
+        model = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.sampler_version = version
         self.stepping_to = version
         self.model = model
         self.chat = SegmentedChat(
             model,
-            copy.deepcopy(trainer.tokenizer),  # its own: the learner's thread tokenizes the samples
+            copy.deepcopy(self.tokenizer),  # its own: the learner's thread tokenizes the samples
             defaults=Sampling(
                 max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p
             ),
@@ -299,17 +279,16 @@ class Pipeline:
                 if self.stopping or self.open_questions >= self.capacity:
                     return
                 self.open_questions += 1
-                [index] = self.trainer.prompts.take(1)
-                chains = 1 if self.trainer.rollout.own_rollout is not None else self.config.rollout.group_size
-                question = _Question(self.trainer.task.items[index], chains)
+                [index] = self.prompts.take(1)
+                chains = 1 if self.rollout.own_rollout is not None else self.config.rollout.group_size
+                question = _Question(self.rollout.task.items[index], chains)
                 self.questions.append(question)
             tasks.add(asyncio.ensure_future(self._question(question)))
 
     async def _question(self, question: _Question) -> None:
-        trainer = self.trainer
+        rollout = self.rollout
 
         async def chain(index: int) -> list[Episode]:
-            rollout = trainer.rollout
             tap = _ChainTap(self.chat, question, index, self)  # type: ignore[arg-type]
             if rollout.own_rollout is not None:  # one grouped tree: its own generator per question
                 rng = random.Random(f"{self.config.seed}/{question.qid}")
@@ -391,7 +370,7 @@ class Pipeline:
         (``trained`` events recorded)."""
         per_chain: list[list[Sample]] = []
         for chain in unit.chains:
-            made = call_samples_of(unit.item, chain.episode, self.trainer.tokenizer, chain.calls)
+            made = call_samples_of(unit.item, chain.episode, self.tokenizer, chain.calls)
             for call, sample, behaviour in zip(chain.calls, made, chain.behaviours, strict=True):
                 reply = call.reply.response_ids or []
                 if sample.response_ids[len(sample.response_ids) - len(reply) :] != reply:

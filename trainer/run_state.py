@@ -1,71 +1,83 @@
-"""A Trainer's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it
-with the step's HF export, and resuming from the latest one (``trainer.checkpoint`` writes the files atomically)."""
+"""A run's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it with
+the step's HF export, and resuming from the latest one (``trainer.checkpoint`` writes the files atomically)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torch import Tensor
 
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
-from trainer.config import to_dict
+from trainer.config import TrainConfig, to_dict
+from trainer.distributed import Distributed
+from trainer.models import Models
+from trainer.rollout import PromptOrder
+from trainer.update import PolicyUpdate
 
-if TYPE_CHECKING:
-    from trainer.engine import Trainer
+
+@dataclass(frozen=True)
+class RunState:
+    """The parts of a run a checkpoint saves and a resumed run loads."""
+
+    config: TrainConfig
+    dist: Distributed
+    models: Models
+    updater: PolicyUpdate
+    """The optimizer, learning-rate schedule and last entropy."""
+    prompts: PromptOrder
+    """The data cursor."""
 
 
-def trainer_state(trainer: Trainer) -> dict[str, Any]:
+def state_dict(run: RunState) -> dict[str, Any]:
     """Whole (unsharded) states; a collective when FSDP-sharded, so every rank calls it."""
-    dist, update = trainer.dist, trainer.updater
+    dist, update, models = run.dist, run.updater, run.models
     return {
-        "model": dist.model_state(trainer.policy),
+        "model": dist.model_state(models.policy),
         # the KL reference is the warmed-up policy (``trainer.warmup``), which a resumed run cannot rebuild
-        "reference": dist.model_state(trainer.reference) if trainer.reference is not None else None,
-        "critic": dist.model_state(trainer.critic) if trainer.critic is not None else None,
+        "reference": dist.model_state(models.reference) if models.reference is not None else None,
+        "critic": dist.model_state(models.critic) if models.critic is not None else None,
         "optimizer": dist.optimizer_state(update.trained, update.optimizer),
         "scheduler": update.scheduler.state_dict(),
-        "prompts": trainer.prompts.state_dict(),
+        "prompts": run.prompts.state_dict(),
         "last_entropy": update.last_entropy,
-        "config": to_dict(trainer.config),
+        "config": to_dict(run.config),
     }
 
 
-def save_step(trainer: Trainer) -> None:
-    """Checkpoint and export the current step (every rank gathers the state; rank 0 writes)."""
-    state = trainer_state(trainer)
-    if trainer.dist.is_main:
+def save_step(run: RunState, run_dir: Path, step: int) -> None:
+    """Checkpoint and export ``step`` (every rank gathers the state; rank 0 writes)."""
+    state = state_dict(run)
+    if run.dist.is_main:
         save_checkpoint(
-            trainer.run_dir,
-            trainer.step,
-            state,
-            export=lambda directory: export(trainer, directory, state["model"]),
+            run_dir, step, state, export=lambda directory: export(run.models, directory, state["model"])
         )
-    trainer.dist.barrier()
+    run.dist.barrier()
 
 
-def export(trainer: Trainer, directory: Path, model_state: dict[str, Tensor]) -> None:
+def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> None:
     """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads)."""
-    trainer.policy.save_pretrained(directory, state_dict=model_state)
-    trainer.tokenizer.save_pretrained(directory)
+    models.policy.save_pretrained(directory, state_dict=model_state)
+    models.tokenizer.save_pretrained(directory)
 
 
-def resume_latest(trainer: Trainer) -> bool:
-    """Load the latest checkpoint of the run directory; False when there is none."""
-    path = latest_checkpoint(trainer.run_dir)
+def resume_latest(run: RunState, run_dir: Path) -> int | None:
+    """Load the latest checkpoint of ``run_dir`` into ``run``; the step it was taken at, ``None`` when there is
+    none."""
+    path = latest_checkpoint(run_dir)
     if path is None:
-        return False
+        return None
     state = load_checkpoint(path)
-    dist, update = trainer.dist, trainer.updater
-    dist.load_model_state(trainer.policy, state["model"])
-    if trainer.reference is not None and state.get("reference") is not None:
-        dist.load_model_state(trainer.reference, state["reference"])
-    if trainer.critic is not None and state["critic"] is not None:
-        dist.load_model_state(trainer.critic, state["critic"])
+    dist, update, models = run.dist, run.updater, run.models
+    dist.load_model_state(models.policy, state["model"])
+    if models.reference is not None and state.get("reference") is not None:
+        dist.load_model_state(models.reference, state["reference"])
+    if models.critic is not None and state["critic"] is not None:
+        dist.load_model_state(models.critic, state["critic"])
     dist.load_optimizer_state(update.trained, update.optimizer, state["optimizer"])
     update.scheduler.load_state_dict(state["scheduler"])
-    trainer.prompts.load_state_dict(state["prompts"])
+    run.prompts.load_state_dict(state["prompts"])
     update.last_entropy = state.get("last_entropy")
     set_rng_state(state["rng"])
-    trainer.step = state["step"]
-    return True
+    return state["step"]

@@ -31,23 +31,23 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import torch
 
 from harness.systems import run_system
 from harness.systems.types import Episode
+from trainer.config import TrainConfig, WarmupConfig
 from trainer.demos import ScriptedChat, demo_policy
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.methods.base import concatenate
+from trainer.methods.base import Method, concatenate
+from trainer.models import Models
 from trainer.packing import micro_batches, response_logits, response_values, token_logprobs
+from trainer.rollout import Rollout
 from trainer.samples import Sample
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:
-    from trainer.config import TrainConfig
-    from trainer.engine import Trainer
 
 WARMUP_FILE = "warmup.jsonl"
 
@@ -65,24 +65,34 @@ class WarmupStep:
     """What the step fitted: the ``policy`` (cross-entropy) or the ``critic`` (value regression)."""
 
 
-async def demo_episodes(trainer: Trainer, item: dict[str, Any], rng: random.Random) -> list[Episode]:
-    """One question's demonstration episodes, run through the trainer's system (or its method's rollout), less
+@dataclass(frozen=True)
+class Demos:
+    """What the demonstrations are made with: the recipe's rollout (task, system, toolbox, the method's own
+    rollout), the method that turns episodes into samples, the policy's tokenizer and the ``warmup:`` settings."""
+
+    rollout: Rollout
+    method: Method
+    tokenizer: Any
+    settings: WarmupConfig
+
+
+async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) -> list[Episode]:
+    """One question's demonstration episodes, run through the recipe's system (or its method's rollout), less
     those its judge left unscored (``judged``)."""
-    policy = demo_policy(trainer.rollout.system.name)
-    chat = ScriptedChat(policy, item, rng, trainer.tokenizer, trainer.config.warmup.demo_skills)
-    count = trainer.config.warmup.demos_per_item
-    seeds = [rng.getrandbits(SEED_BITS) for _ in range(count)]
-    if trainer.rollout.own_rollout is not None:
-        groups = [await seeded(seed, trainer.rollout.own_rollout(item, chat, rng)) for seed in seeds]
-        return await judged(trainer.task, item, [episode for group in groups for episode in group])
-    question, options = trainer.rollout.run_input(item)
+    rollout = demos.rollout
+    chat = ScriptedChat(
+        demo_policy(rollout.system.name), item, rng, demos.tokenizer, demos.settings.demo_skills
+    )
+    seeds = [rng.getrandbits(SEED_BITS) for _ in range(demos.settings.demos_per_item)]
+    if rollout.own_rollout is not None:
+        groups = [await seeded(seed, rollout.own_rollout(item, chat, rng)) for seed in seeds]
+        return await judged(rollout.task, item, [episode for group in groups for episode in group])
+    question, options = rollout.run_input(item)
     runs = [
-        seeded(
-            seed, run_system(trainer.rollout.system.name, question, chat, trainer.rollout.toolbox, **options)
-        )
+        seeded(seed, run_system(rollout.system.name, question, chat, rollout.toolbox, **options))
         for seed in seeds
     ]
-    return await judged(trainer.task, item, list(await asyncio.gather(*runs)))
+    return await judged(rollout.task, item, list(await asyncio.gather(*runs)))
 
 
 async def seeded(seed: int, run: Awaitable[T]) -> T:
@@ -105,13 +115,13 @@ async def judged(task: Any, item: dict[str, Any], episodes: list[Episode]) -> li
     return [episode for episode, verdict in zip(episodes, verdicts, strict=True) if verdict is not None]
 
 
-def demo_samples(trainer: Trainer, seed: int) -> list[Sample]:
+def demo_samples(demos: Demos, seed: int) -> list[Sample]:
     """Every question's demonstration samples, made by the method's own ``rewarded_samples``."""
     rng = random.Random(seed)
-    groups = []
-    for item in trainer.task.items:
-        episodes = asyncio.run(demo_episodes(trainer, item, random.Random(rng.getrandbits(64))))
-        groups.append(trainer.method.rewarded_samples(item, episodes, trainer.task, trainer.tokenizer))
+    task, groups = demos.rollout.task, []
+    for item in task.items:
+        episodes = asyncio.run(demo_episodes(demos, item, random.Random(rng.getrandbits(64))))
+        groups.append(demos.method.rewarded_samples(item, episodes, task, demos.tokenizer))
     return concatenate(groups)
 
 
@@ -245,20 +255,22 @@ def fit(
     return records
 
 
-def warm_up(trainer: Trainer) -> list[WarmupStep]:
-    """Fine-tune ``trainer``'s policy on its system's demonstrations (module docstring), then fit its critic (GAE
-    recipes, ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's
-    records; every record goes to ``<run>/warmup.jsonl``."""
-    settings, config = trainer.config.warmup, trainer.config
+def warm_up(
+    demos: Demos, models: Models, config: TrainConfig, run_dir: Path, *, write: bool = True
+) -> list[WarmupStep]:
+    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring), then fit its critic (GAE recipes,
+    ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's records;
+    with ``write`` (the main rank) every record goes to ``<run>/warmup.jsonl``."""
+    settings = config.warmup
     if settings.steps == 0:
         return []
     seed = config.seed
-    samples = demo_samples(trainer, seed)
+    samples = demo_samples(demos, seed)
     print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
     budget = config.optim.token_budget
     records = fit(
         "policy",
-        trainer.policy,
+        models.policy,
         lambda model, batch: cross_entropy(model, batch, budget),
         samples,
         settings.steps,
@@ -266,22 +278,21 @@ def warm_up(trainer: Trainer) -> list[WarmupStep]:
         seed,
     )
     # the KL penalty holds RL near the cold-start policy, not the base weights
-    if trainer.reference is not None:
-        trainer.reference.load_state_dict(trainer.policy.state_dict())
+    if models.reference is not None:
+        models.reference.load_state_dict(models.policy.state_dict())
     critic_records = []
-    if trainer.critic is not None and settings.critic_steps:
+    if models.critic is not None and settings.critic_steps:
         gamma = config.algorithm.gamma
         critic_records = fit(
             "critic",
-            trainer.critic,
+            models.critic,
             lambda model, batch: value_regression(model, batch, budget, gamma),
             samples,
             settings.critic_steps,
             config,
             seed,
         )
-    if trainer.dist.is_main:
-        run_dir = Path(trainer.run_dir)
+    if write:
         run_dir.mkdir(parents=True, exist_ok=True)
         with open(run_dir / WARMUP_FILE, "w") as out:
             for record in records + critic_records:

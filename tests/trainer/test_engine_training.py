@@ -27,7 +27,7 @@ def test_grpo_learns_to_answer_the_target_sum(toy_config, tmp_path):
     assert sum(rewards[:2]) / 2 < 0.05, rewards  # a random tiny model almost never starts its reply with "7"
     assert sum(rewards[-3:]) / 3 > 0.4, rewards  # now nearly every reply's first number is the sum
     item = trainer.task.items[0]
-    groups, _ = asyncio.run(trainer._rollout([item]))
+    groups, _ = asyncio.run(trainer.rollout.groups([item]))
     replies = groups[0]
     assert sum(trainer.task.reward(item, episode) > 0 for episode in replies) >= len(replies) // 2
 

@@ -139,7 +139,7 @@ def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model
     async def scripted_rollout(items):
         return [[nothing_earned, nothing_earned] for _ in items], [0] * len(items)
 
-    trainer._rollout = scripted_rollout
+    trainer.source.episodes = scripted_rollout
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     metrics = (
         trainer.train_step()

@@ -1,4 +1,5 @@
-"""Advantage estimators by name: ``algorithm.advantage`` in a recipe picks one from ``ADVANTAGE_ESTIMATORS``.
+"""Advantage estimators by name: ``algorithm.advantage`` in a recipe picks one from
+``trainer.registry.ADVANTAGE_ESTIMATORS``.
 
 Every estimator has one signature, ``estimate(batch: AdvantageBatch) -> TokenAdvantages``: the update's rows in
 micro-batch order, their loss masks and, for an estimator that ``needs_critic``, the critic's values; it returns each
@@ -22,7 +23,7 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
-from judges import named
+from trainer import registry
 from trainer.advantages import gae
 from trainer.config import AlgorithmConfig
 from trainer.methods.base import GroupNorm, group_advantages
@@ -62,7 +63,8 @@ class AdvantageEstimator:
     needs_critic: bool = False
 
 
-def _grpo(batch: AdvantageBatch) -> TokenAdvantages:
+def grpo_advantages(batch: AdvantageBatch) -> TokenAdvantages:
+    """``grpo``: group-normalised outcome rewards (or the method's own), broadcast over the trained tokens."""
     if not batch.method_assigned:
         scalars = group_advantages(batch.samples, GroupNorm.of(batch.algo))
         for sample, scalar in zip(batch.samples, scalars.tolist(), strict=True):
@@ -71,7 +73,8 @@ def _grpo(batch: AdvantageBatch) -> TokenAdvantages:
     return TokenAdvantages([a * mask for a, mask in zip(advantages, batch.masks, strict=True)], None)
 
 
-def _gae(batch: AdvantageBatch) -> TokenAdvantages:
+def gae_advantages(batch: AdvantageBatch) -> TokenAdvantages:
+    """``gae``: PPO's generalised advantage estimation from the critic's values."""
     if batch.values is None:
         raise ValueError("the gae estimator needs the critic's values")
     if not batch.samples:  # every row filtered out (``filter_zero_variance``): the update skips the step
@@ -93,12 +96,7 @@ def _gae(batch: AdvantageBatch) -> TokenAdvantages:
     )
 
 
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageEstimator] = {
-    estimator.name: estimator
-    for estimator in (AdvantageEstimator("grpo", _grpo), AdvantageEstimator("gae", _gae, needs_critic=True))
-}
-
-
 def advantage_estimator(name: str) -> AdvantageEstimator:
     """The estimator registered as ``name``; an unknown name raises ``judges.named``'s ValueError."""
-    return named.lookup(ADVANTAGE_ESTIMATORS, name, "advantage estimator")
+    entry = registry.entry(registry.ADVANTAGE_ESTIMATORS, name, "advantage estimator")
+    return AdvantageEstimator(name, entry.load(), entry.needs_critic)

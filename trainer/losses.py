@@ -1,6 +1,6 @@
 """Policy-gradient losses: clipped surrogate, KL estimators, entropy and split-invariant loss aggregation.
 
-Plain tensor functions, chosen by name from the recipe through ``POLICY_LOSSES`` (``algorithm.policy_loss``),
+Plain tensor functions, chosen by name from the recipe through ``trainer.registry.POLICY_LOSSES`` (``algorithm.policy_loss``),
 ``KL_ESTIMATORS`` (``algorithm.kl_kind``) and ``AGGREGATIONS`` (``algorithm.loss_mode``), each looked up with
 ``judges.named``. Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), ``V`` vocabulary;
 masks are 1 on the tokens that take the loss.
@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from judges import named
+from trainer import registry
 
 LOG_RATIO_LIMIT = 20.0
 """Log-ratios are clamped to ±20 before ``exp`` so one wild token cannot overflow the loss (as verl does)."""
@@ -222,14 +223,9 @@ class PolicyLoss(Protocol):
     ) -> tuple[Tensor, dict[str, Tensor]]: ...
 
 
-POLICY_LOSSES: dict[str, PolicyLoss] = {"ppo": policy_loss}
-"""``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO and
-M-ASK all train with it); its aggregation is ``algorithm.loss_mode``."""
-
-
 def get_policy_loss(name: str) -> PolicyLoss:
     """The policy loss registered as ``name``; an unknown name raises ``judges.named``'s ValueError."""
-    return named.lookup(POLICY_LOSSES, name, "policy loss")
+    return registry.entry(registry.POLICY_LOSSES, name, "policy loss").load()
 
 
 def _k1(log_ratio: Tensor) -> Tensor:

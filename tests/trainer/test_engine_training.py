@@ -94,13 +94,14 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    from trainer.losses import POLICY_LOSSES, policy_loss
+    from trainer.losses import policy_loss
+    from trainer.registry import POLICY_LOSSES, Named
 
     def nan_loss(*args, **kwargs):
         loss, stats = policy_loss(*args, **kwargs)
         return loss * math.nan, stats
 
-    monkeypatch.setitem(POLICY_LOSSES, "ppo", nan_loss)
+    monkeypatch.setitem(POLICY_LOSSES, "ppo", Named(nan_loss))
     trainer = Trainer(toy_config, tmp_path)
     before = _params(trainer)
     metrics = trainer.train_step()

@@ -1,10 +1,10 @@
-"""MarsRL throughput schedules (trainer/schedule.py): hand-computed timelines, the staleness bound on long-tail
+"""MarsRL throughput schedules (benchmarks/_schedules.py): hand-computed timelines, the staleness bound on long-tail
 workloads, every sample trained once, and the recipe fields that choose a schedule."""
 
 import pytest
 
+from benchmarks._schedules import Schedule, long_tail_chains, schedule_from_config, simulate
 from trainer.config import ConfigError, TrainConfig, from_dict
-from trainer.schedule import Schedule, long_tail_chains, schedule_from_config, simulate
 
 CHAINS = [[2, 3], [5, 1]]  # two trajectories: Solver then Verifier decode lengths
 

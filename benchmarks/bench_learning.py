@@ -31,7 +31,7 @@ from pathlib import Path
 from trainer.config import load_config
 from trainer.engine import Trainer
 from trainer.heldout import PREFIX, heldout_items, heldout_metrics
-from trainer.warmup import role_stats, warm_up
+from trainer.warmup import role_stats
 
 
 @dataclass
@@ -65,9 +65,9 @@ def learning_run(
     if eval_every is not None:
         config.eval.every = eval_every
     trainer = Trainer(config, out)
-    warm_up(trainer)
+    trainer.warm_up()
     evaluates = bool(heldout_items(trainer.task))
-    before = heldout_metrics(trainer) if evaluates else {}
+    before = heldout_metrics(trainer.evaluation) if evaluates else {}
     if before:
         print(f"held-out after the cold start: {shown_heldout(before)}", flush=True)
     prefix = f"{config.algorithm.method}/"
@@ -81,7 +81,7 @@ def learning_run(
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
             every = config.eval.every
             due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))
-            heldout = heldout_metrics(trainer) if due else {}
+            heldout = heldout_metrics(trainer.evaluation) if due else {}
             history.append(StepRecord(stats, method, heldout))
             row = {
                 "step": trainer.step - 1,

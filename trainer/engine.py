@@ -26,7 +26,7 @@ from trainer import role_metrics
 from trainer.config import TrainConfig, to_dict
 from trainer.distributed import Distributed
 from trainer.estimators import advantage_estimator
-from trainer.heldout import check_heldout
+from trainer.heldout import Evaluation, check_heldout
 from trainer.methods import concatenate, get_method
 from trainer.models import load_models
 from trainer.rollout import PromptOrder, Rollout
@@ -78,6 +78,8 @@ class Trainer:
         """What a checkpoint saves and a resumed run loads."""
         self.demos = Demos(self.rollout, self.method, self.tokenizer, config.warmup)
         """The cold start's demonstrations."""
+        self.evaluation = Evaluation(config, self.dist, self.rollout, self.method, self.policy)
+        """The held-out evaluation of the policy."""
         self.step = 0
         self.last_samples: list[Sample] = []
         """The rows the last step trained on, with their rewards and advantages (for tests and inspection)."""
@@ -121,7 +123,7 @@ class Trainer:
         if self.step == 0:
             self.warm_up()
             if every:  # the cold start's skill: the "before" of every held-out figure, logged as step -1
-                first = heldout_metrics(self)
+                first = heldout_metrics(self.evaluation)
                 if log is not None:
                     log.write(-1, first)
                     print(f"held-out after the cold start: {summary_line(first)}")
@@ -133,7 +135,7 @@ class Trainer:
         while self.step < config.steps:
             metrics = self.train_step()
             if every and (self.step % every == 0 or self.step == config.steps):
-                last = heldout_metrics(self)
+                last = heldout_metrics(self.evaluation)
                 metrics.update(last)
                 bar.write(f"held-out after step {self.step - 1}: {summary_line(last)}")
             if log is not None:

@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,19 +38,42 @@ from harness.systems.parsing import strip_thinking
 from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply, VerifierOutcome
 from harness.systems.vc import SOLVER, ask_solver, ask_verifier
 from judges.lexical import score
-from trainer.config import ConfigError
+from trainer.config import ConfigError, TrainConfig
+from trainer.distributed import Distributed
 from trainer.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.methods.base import Ratio
+from trainer.methods.base import Method, Ratio
 from trainer.methods.marsrl import solution_is_correct
 from trainer.rewards import gold_text
+from trainer.rollout import Rollout
 from trainer.scoring import ratio_metrics
-
-if TYPE_CHECKING:
-    from trainer.engine import Trainer
 
 PREFIX = "heldout/"
 WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
 """How far the probe's wrong solution is from the sum (the demonstrations' wrong Solver's offsets)."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a held-out evaluation runs with: the recipe, the ranks, the rollout (task, system, the policy's chat),
+    the method that rewards the runs, and the policy."""
+
+    config: TrainConfig
+    dist: Distributed
+    rollout: Rollout
+    method: Method
+    policy: torch.nn.Module
+
+    @property
+    def task(self) -> Any:
+        return self.rollout.task
+
+    @property
+    def roles(self) -> list[str]:
+        return list(self.rollout.system.roles)
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.rollout.tokenizer
 
 
 def heldout_items(task: Any) -> list[dict[str, Any]]:
@@ -150,19 +173,19 @@ def verifier_ratios(
     return ratios
 
 
-async def verifier_probe(trainer: Trainer, items: list[dict[str, Any]]) -> dict[str, Ratio]:
+async def verifier_probe(run: Evaluation, items: list[dict[str, Any]]) -> dict[str, Ratio]:
     """The Verifier probe's ratios over ``items`` (see the module docstring)."""
-    prompt = trainer.config.task.system_options.get("verifier_prompt", "paper")
-    samples, seed = trainer.config.eval.samples, trainer.config.seed
+    prompt = run.config.task.system_options.get("verifier_prompt", "paper")
+    samples, seed = run.config.eval.samples, run.config.seed
     runs = [
         (item, solution, episode_seed(seed, item, 2 * sample + right))
         for item in items
         for right, solution in probe_solutions(item).items()
         for sample in range(samples)
     ]
-    chat = trainer.rollout.chat
+    chat = run.rollout.chat
     episodes = await asyncio.gather(*(judged(item, text, chat, prompt, s) for item, text, s in runs))
-    sums = sorted({gold_text(item["answer"]) for item in heldout_items(trainer.task)}, key=int)
+    sums = sorted({gold_text(item["answer"]) for item in heldout_items(run.task)}, key=int)
     return verifier_ratios([item for item, _, _ in runs], list(episodes), sums)
 
 
@@ -173,12 +196,12 @@ def last_reply(episode: Episode, role: str) -> str | None:
 
 
 def system_ratios(
-    trainer: Trainer, items: list[dict[str, Any]], groups: list[list[Episode]]
+    run: Evaluation, items: list[dict[str, Any]], groups: list[list[Episode]]
 ) -> dict[str, Ratio]:
     """Answer accuracy, per-role gold naming and reward, and the method's metrics over the held-out runs."""
-    task, method = trainer.task, trainer.method
+    task, method = run.task, run.method
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for role in trainer.roles:  # the same names on every rank
+    for role in run.roles:  # the same names on every rank
         sums[f"{PREFIX}role/{role}/names_gold"][1] += 0
         sums[f"{PREFIX}role/{role}/reward_mean"][1] += 0
     for item, episodes in zip(items, groups, strict=True):
@@ -186,12 +209,12 @@ def system_ratios(
         for episode in episodes:
             sums[f"{PREFIX}answer_accuracy"][0] += task.reward(item, episode)
             sums[f"{PREFIX}answer_accuracy"][1] += 1
-            for role in trainer.roles:
+            for role in run.roles:
                 reply = last_reply(episode, role)
                 if reply is not None:
                     sums[f"{PREFIX}role/{role}/names_gold"][0] += score(reply, gold)["acc"]
                     sums[f"{PREFIX}role/{role}/names_gold"][1] += 1
-        for sample in method.rewarded_samples(item, episodes, task, trainer.tokenizer):
+        for sample in method.rewarded_samples(item, episodes, task, run.tokenizer):
             sums[f"{PREFIX}role/{sample.role}/reward_mean"][0] += sample.reward
             sums[f"{PREFIX}role/{sample.role}/reward_mean"][1] += 1
     ratios: dict[str, Ratio] = {name: (total, count) for name, (total, count) in sums.items()}
@@ -200,13 +223,13 @@ def system_ratios(
     return ratios
 
 
-async def system_runs(trainer: Trainer, items: list[dict[str, Any]]) -> list[list[Episode]]:
+async def system_runs(run: Evaluation, items: list[dict[str, Any]]) -> list[list[Episode]]:
     """``eval.samples`` runs of the recipe's system per held-out question, each seeded (``episode_seed``), with
     the task's scripted roles as in training."""
-    rollout, samples = trainer.rollout, trainer.config.eval.samples
+    rollout, samples = run.rollout, run.config.eval.samples
 
     async def one(item: dict[str, Any], sample: int) -> Episode:
-        bind_episode_seed(episode_seed(trainer.config.seed, item, sample))
+        bind_episode_seed(episode_seed(run.config.seed, item, sample))
         question, options = rollout.run_input(item)
         return await run_system(
             rollout.system.name, question, rollout.chat_for(item), rollout.toolbox, **options
@@ -216,17 +239,17 @@ async def system_runs(trainer: Trainer, items: list[dict[str, Any]]) -> list[lis
     return [list(runs[i * samples : (i + 1) * samples]) for i in range(len(items))]
 
 
-def heldout_metrics(trainer: Trainer) -> dict[str, float]:
+def heldout_metrics(run: Evaluation) -> dict[str, float]:
     """The ``heldout/...`` metrics of the policy now (every rank evaluates its share of the held-out questions)."""
-    items = trainer.dist.shard(heldout_items(trainer.task))
-    trainer.policy.eval()
-    with generators_kept(), trainer.dist.gathered(trainer.policy):
-        trainer.rollout.sync(trainer.policy)
-        if trainer.rollout.system.name == "vc":
-            ratios = asyncio.run(verifier_probe(trainer, items))
+    items = run.dist.shard(heldout_items(run.task))
+    run.policy.eval()
+    with generators_kept(), run.dist.gathered(run.policy):
+        run.rollout.sync(run.policy)
+        if run.rollout.system.name == "vc":
+            ratios = asyncio.run(verifier_probe(run, items))
         else:
-            ratios = system_ratios(trainer, items, asyncio.run(system_runs(trainer, items)))
-    return ratio_metrics(trainer.dist, ratios)
+            ratios = system_ratios(run, items, asyncio.run(system_runs(run, items)))
+    return ratio_metrics(run.dist, ratios)
 
 
 def summary_line(metrics: dict[str, float]) -> str:

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.typed_config import ConfigProblem, config_dataclass
+from harness.typed_config import ConfigProblem, config_dataclass, did_you_mean
 from trainer import registry
 
 MarsRLRollout = Literal["chains", "grouped"]
@@ -53,7 +53,7 @@ class MarsRLConfig:
     pipeline: StrictBool = False
     """Agentic pipeline parallelism (§3.3; either rollout, with segment rollouts or without): a rollout thread
     decodes with a snapshot of the policy while the learner trains, and each (question, agent) group enters
-    training as soon as every chain of the question is past that agent (``trainer.pipelined``); false: a
+    training as soon as every chain of the question is past that agent (``trainer.rollouts.pipelined``); false: a
     question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
     """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and the
@@ -85,7 +85,7 @@ class AlgorithmConfig:
     """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc system),
     ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
     advantage: StrictStr = "grpo"
-    """The advantage estimator (``trainer.estimators``): ``grpo`` (group-normalised outcome rewards) or ``gae``
+    """The advantage estimator (``trainer.algorithms.estimators``): ``grpo`` (group-normalised outcome rewards) or ``gae``
     (PPO with a critic, which is loaded only for it)."""
     policy_loss: StrictStr = "ppo"
     """The policy loss (``trainer.registry.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
@@ -128,7 +128,7 @@ class AlgorithmConfig:
     """Passes over each rollout batch (verl's ``ppo_epochs``); each pass takes one optimizer step per PPO
     mini-batch."""
     ppo_mini_batch_size: StrictInt | None = Field(default=None, ge=1)
-    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``; ``trainer.mini_batches``):
+    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``; ``trainer.learner.mini_batches``):
     a step makes ``rollout.prompts_per_step / ppo_mini_batch_size`` optimizer steps per epoch, and from the second
     on the importance ratio is no longer 1 (the old logprobs are recomputed once, before the first). Must divide
     ``prompts_per_step``; null: the whole batch, one optimizer step per epoch."""
@@ -142,17 +142,27 @@ class AlgorithmConfig:
     """Drop the rows of groups whose rewards are all equal (zero group advantage) before the update; the share of
     such groups is reported every step either way (``groups_zero_variance_frac``)."""
     mpt_target_entropy: StrictFloat | None = Field(default=None, gt=0)
-    """MarsRL/UloRL dynamic masking (``trainer.mastered_tokens``): while the previous update's policy entropy is
+    """MarsRL/UloRL dynamic masking (``trainer.algorithms.mastered_tokens``): while the previous update's policy entropy is
     below this target, well-mastered positive tokens leave the loss mask; null = off."""
     mpt_probability: StrictFloat = Field(default=0.99, gt=0, le=1)
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:
     0.99)."""
 
-    @field_validator("method", "advantage", "policy_loss")
+    @field_validator("method")
+    @classmethod
+    def _a_registered_method(cls, name: str) -> str:  # the names only: nothing is imported
+        if name not in registry.METHODS:
+            raise ConfigProblem(
+                "",
+                f"{name!r} is not a valid choice; {did_you_mean(name, registry.METHODS)}"
+                f"choose one of {', '.join(registry.METHODS)}",
+            )
+        return name
+
+    @field_validator("advantage", "policy_loss")
     @classmethod
     def _registered(cls, name: str, field: ValidationInfo) -> str:  # the names only: nothing is imported
         table, kind = {
-            "method": (registry.METHODS, "algorithm.method"),
             "advantage": (registry.ADVANTAGE_ESTIMATORS, "advantage estimator"),
             "policy_loss": (registry.POLICY_LOSSES, "policy loss"),
         }[field.field_name]

@@ -27,7 +27,7 @@ import torch
 
 from benchmarks._pairs import Spread, interleaved_pairs
 from trainer.config import load_config
-from trainer.engine import Trainer
+from trainer.run.engine import Trainer
 
 RECIPE = Path(__file__).resolve().parents[1] / "trainer" / "recipes" / "marsrl-tiny.yaml"
 

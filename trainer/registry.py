@@ -37,14 +37,14 @@ METHODS: dict[str, Named] = {
 """The training methods (``trainer.methods``)."""
 
 ADVANTAGE_ESTIMATORS: dict[str, Named] = {
-    "grpo": Named("trainer.estimators:grpo_advantages"),
-    "gae": Named("trainer.estimators:gae_advantages", needs_critic=True),
+    "grpo": Named("trainer.algorithms.estimators:grpo_advantages"),
+    "gae": Named("trainer.algorithms.estimators:gae_advantages", needs_critic=True),
 }
-"""The advantage estimators (``trainer.estimators``)."""
+"""The advantage estimators (``trainer.algorithms.estimators``)."""
 
-POLICY_LOSSES: dict[str, Named] = {"ppo": Named("trainer.losses:policy_loss")}
+POLICY_LOSSES: dict[str, Named] = {"ppo": Named("trainer.algorithms.losses:policy_loss")}
 """``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO and
-M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.losses``)."""
+M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.algorithms.losses``)."""
 
 
 def entry(registry: dict[str, Named], name: str, kind: str) -> Named:

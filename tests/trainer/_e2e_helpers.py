@@ -11,8 +11,8 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
 from trainer.config import load_config
-from trainer.engine import Trainer
-from trainer.warmup import role_stats
+from trainer.run.engine import Trainer
+from trainer.run.warmup import role_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.cli import main as train_main
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from trainer.run.cli import main as train_main
 
 RECIPE = Path(__file__).resolve().parents[2] / "trainer" / "recipes" / "grpo-toy.yaml"
 

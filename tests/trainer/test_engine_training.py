@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from trainer.config import RolloutConfig
-from trainer.engine import Trainer
+from trainer.run.engine import Trainer
 from trainer.tasks.toy import ToyTask
 
 
@@ -94,7 +94,7 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    from trainer.losses import policy_loss
+    from trainer.algorithms.losses import policy_loss
     from trainer.registry import POLICY_LOSSES, Named
 
     def nan_loss(*args, **kwargs):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.losses import (
+from trainer.algorithms.losses import (
     AGGREGATIONS,
     KL_ESTIMATORS,
     aggregate,

@@ -9,8 +9,8 @@ import pytest
 from _method_helpers import run, smoke_config, tool_returning, two_steps
 
 from trainer.config import TaskConfig
-from trainer.engine import Trainer
 from trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
+from trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 SCRIPTS = {

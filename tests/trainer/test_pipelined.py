@@ -1,4 +1,4 @@
-"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.pipelined``): the staleness bound holds,
+"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.rollouts.pipelined``): the staleness bound holds,
 an agent's samples train while later agents of its chains still decode, importance ratios use the sampler's own
 logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness and waiting metrics."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from test_train_run_metrics import mara_train
 
-from trainer import pipeline_units, pipelined
 from trainer.config import ConfigError, MarsRLConfig, TrainConfig, from_dict, load_config, to_dict
-from trainer.engine import Trainer
-from trainer.metrics import read_metrics
+from trainer.rollouts import pipeline_units, pipelined
+from trainer.run.engine import Trainer
+from trainer.run.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "trainer" / "recipes" / "marsrl-tiny.yaml"

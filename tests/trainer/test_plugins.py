@@ -12,11 +12,11 @@ import pytest
 import torch
 import yaml
 
+from trainer.algorithms.estimators import TokenAdvantages
+from trainer.algorithms.losses import policy_loss
 from trainer.config import ConfigError, load_config, to_dict
-from trainer.engine import Trainer
-from trainer.estimators import TokenAdvantages
-from trainer.losses import policy_loss
 from trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named
+from trainer.run.engine import Trainer
 
 
 def recipe(tmp_path, config, **algorithm):

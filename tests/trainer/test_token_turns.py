@@ -8,8 +8,8 @@ import asyncio
 from harness.chat_template import render_prompt
 from harness.providers.generation import Completion, Sampling
 from harness.systems.types import Episode, ModelCall
-from trainer.policy import PolicyChat
-from trainer.samples import samples_from_episode
+from trainer.learner.policy import PolicyChat
+from trainer.rollouts.samples import samples_from_episode
 
 QUESTION = [{"role": "user", "content": "Say the word."}]
 

@@ -17,9 +17,9 @@ from harness.systems import get_system
 from harness.systems.types import Episode, IntermediateAnswer
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
 from trainer.demos.text import named_capital
-from trainer.engine import Trainer
-from trainer.samples import Sample
-from trainer.warmup import (
+from trainer.rollouts.samples import Sample
+from trainer.run.engine import Trainer
+from trainer.run.warmup import (
     demo_episodes,
     demo_returns,
     demo_samples,

@@ -6,7 +6,7 @@ generation, or a vLLM engine synced to the policy on a GPU), or from the method'
 unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
-uninterrupted one would, a seed per episode (``trainer.episode_seeds``: its draws do not depend on how its calls
+uninterrupted one would, a seed per episode (``trainer.rollouts.episode_seeds``: its draws do not depend on how its calls
 were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
 """
 
@@ -27,14 +27,14 @@ from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Chat, Episode, Toolbox
 from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
-from trainer.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.frozen_roles import RoutedChat
+from trainer.learner.models import Models
+from trainer.learner.policy import PolicyChat
 from trainer.methods.base import GroupRollout, Method
-from trainer.models import Models
-from trainer.parity import sync_gap
-from trainer.policy import PolicyChat
-from trainer.scripted_roles import chat_for
-from trainer.vllm_rollout import rollout_backend
+from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.rollouts.frozen_roles import RoutedChat
+from trainer.rollouts.parity import sync_gap
+from trainer.rollouts.scripted_roles import chat_for
+from trainer.rollouts.vllm_rollout import rollout_backend
 
 
 class PromptOrder:
@@ -118,7 +118,7 @@ def vllm_generator(
     """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
     if rollout_backend(rollout.backend, model_path) != "vllm":
         return None
-    from trainer.vllm_rollout import VLLMGenerator
+    from trainer.rollouts.vllm_rollout import VLLMGenerator
 
     return VLLMGenerator(
         model_path,
@@ -186,7 +186,7 @@ class Rollout:
         )
 
     def sync(self, policy: torch.nn.Module) -> dict[str, float]:
-        """Load the policy's current weights into the vLLM engine and check them (``trainer.parity.sync_gap``);
+        """Load the policy's current weights into the vLLM engine and check them (``trainer.rollouts.parity.sync_gap``);
         nothing for transformers generation, which samples with the policy itself."""
         if self.vllm is None:
             return {}
@@ -203,7 +203,7 @@ class Rollout:
         return own(item, self.system.name, self.system_options)
 
     def chat_for(self, item: dict[str, Any]) -> Chat:
-        """The chat of one question's runs: the policy's, with the task's scripted roles (``trainer.scripted_roles``)."""
+        """The chat of one question's runs: the policy's, with the task's scripted roles (``trainer.rollouts.scripted_roles``)."""
         return chat_for(self.task, self.system.name, self.chat, item, self.tokenizer)
 
     async def groups(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:

@@ -39,12 +39,12 @@ from harness.systems import run_system
 from harness.systems.types import Episode
 from trainer.config import TrainConfig, WarmupConfig
 from trainer.demos import ScriptedChat, demo_policy
-from trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.learner.models import Models
+from trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
 from trainer.methods.base import Method, concatenate
-from trainer.models import Models
-from trainer.packing import micro_batches, response_logits, response_values, token_logprobs
-from trainer.rollout import Rollout
-from trainer.samples import Sample
+from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.rollouts.rollout import Rollout
+from trainer.rollouts.samples import Sample
 
 T = TypeVar("T")
 
@@ -96,7 +96,7 @@ async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) 
 
 
 async def seeded(seed: int, run: Awaitable[T]) -> T:
-    """``run`` awaited in its own task with ``seed`` bound as its episode seed (``trainer.episode_seeds``)."""
+    """``run`` awaited in its own task with ``seed`` bound as its episode seed (``trainer.rollouts.episode_seeds``)."""
 
     async def bound() -> T:
         bind_episode_seed(seed)

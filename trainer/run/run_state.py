@@ -1,5 +1,5 @@
 """A run's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it with
-the step's HF export, and resuming from the latest one (``trainer.checkpoint`` writes the files atomically)."""
+the step's HF export, and resuming from the latest one (``trainer.run.checkpoint`` writes the files atomically)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 from torch import Tensor
 
-from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 from trainer.config import TrainConfig, to_dict
-from trainer.distributed import Distributed
-from trainer.models import Models
-from trainer.rollout import PromptOrder
-from trainer.update import PolicyUpdate
+from trainer.learner.distributed import Distributed
+from trainer.learner.models import Models
+from trainer.learner.update import PolicyUpdate
+from trainer.rollouts.rollout import PromptOrder
+from trainer.run.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def state_dict(run: RunState) -> dict[str, Any]:
     dist, update, models = run.dist, run.updater, run.models
     return {
         "model": dist.model_state(models.policy),
-        # the KL reference is the warmed-up policy (``trainer.warmup``), which a resumed run cannot rebuild
+        # the KL reference is the warmed-up policy (``trainer.run.warmup``), which a resumed run cannot rebuild
         "reference": dist.model_state(models.reference) if models.reference is not None else None,
         "critic": dist.model_state(models.critic) if models.critic is not None else None,
         "optimizer": dist.optimizer_state(update.trained, update.optimizer),

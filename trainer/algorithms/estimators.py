@@ -7,7 +7,7 @@ row's per-token advantages (0 off its mask) and, for a critic, the returns it re
 row's advantage on the ``Sample`` (the step's dump shows it). The engine loads a critic exactly when the chosen
 estimator needs one.
 
-* ``grpo`` -- group-normalised outcome rewards over each ``group_key`` (``trainer.advantages.grpo``), broadcast over
+* ``grpo`` -- group-normalised outcome rewards over each ``group_key`` (``trainer.algorithms.advantages.grpo``), broadcast over
   the row's trained tokens; a method that assigns its own advantages per question (MARS's per-system groups and
   balanced sampling, MATPO's planner-to-worker broadcast) keeps them;
 * ``gae`` -- PPO's generalised advantage estimation with a critic, the row's reward on its last trained token
@@ -24,10 +24,10 @@ from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from trainer import registry
-from trainer.advantages import gae
+from trainer.algorithms.advantages import gae
 from trainer.config import AlgorithmConfig
 from trainer.methods.base import GroupNorm, group_advantages
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
 from trainer.config import TrainConfig
-from trainer.distributed import Distributed
+from trainer.learner.distributed import Distributed
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Models:
     tokenizer: Any
     policy: torch.nn.Module
     reference: torch.nn.Module | None
-    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``trainer.warmup`` sets it to the warmed-up one."""
+    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``trainer.run.warmup`` sets it to the warmed-up one."""
     critic: torch.nn.Module | None
     """A token-value head on the base model (an estimator that needs a critic)."""
 

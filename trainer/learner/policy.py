@@ -2,8 +2,8 @@
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
 (``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.vllm_rollout``. A call that continues an earlier conversation is given the
-token ids that conversation was generated with, not a re-tokenisation of its text (``trainer.token_turns``).
+contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. A call that continues an earlier conversation is given the
+token ids that conversation was generated with, not a re-tokenisation of its text (``trainer.rollouts.token_turns``).
 Every ``Reply`` carries the prompt ids, the response ids (ending with the end-of-turn token unless truncated) and their logprobs under the model's unmodified
 distribution. Two schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel
 agents inside one episode):
@@ -35,8 +35,8 @@ from harness.providers.generation import Completion, DecodeBatch, Sampling, gene
 from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
-from trainer.episode_seeds import call_seed
-from trainer.token_turns import TurnIds
+from trainer.rollouts.episode_seeds import call_seed
+from trainer.rollouts.token_turns import TurnIds
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 

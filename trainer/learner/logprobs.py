@@ -225,7 +225,7 @@ def response_scores(
     with_entropy: bool = False,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> TokenScores:
-    """Logprobs (and entropies) of ``batch``'s response tokens (``batch`` is a ``trainer.packing.MicroBatch``)
+    """Logprobs (and entropies) of ``batch``'s response tokens (``batch`` is a ``trainer.learner.packing.MicroBatch``)
     under ``model`` at ``temperature``, flat, row after row (``split(batch.response_lengths)`` per row).
 
     One forward pass in which the output head computes no logits: a pre-hook takes the final hidden states at

@@ -38,14 +38,14 @@ from harness.systems.parsing import strip_thinking
 from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply, VerifierOutcome
 from harness.systems.vc import SOLVER, ask_solver, ask_verifier
 from judges.lexical import score
+from trainer.algorithms.rewards import gold_text
+from trainer.algorithms.scoring import ratio_metrics
 from trainer.config import ConfigError, TrainConfig
-from trainer.distributed import Distributed
-from trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.learner.distributed import Distributed
 from trainer.methods.base import Method, Ratio
 from trainer.methods.marsrl import solution_is_correct
-from trainer.rewards import gold_text
-from trainer.rollout import Rollout
-from trainer.scoring import ratio_metrics
+from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
+from trainer.rollouts.rollout import Rollout
 
 PREFIX = "heldout/"
 WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)

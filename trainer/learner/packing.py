@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from harness.binpack import first_fit_decreasing
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 LAYOUTS = ("bucket", "pack")
 

@@ -5,7 +5,7 @@ Each ``run_round`` takes the calls issued since the last round and the calls lef
 segment of each as one batch (``harness.providers.generation.generate`` on prompt + the tokens generated so far):
 a call that ends within its segment (end-of-turn, stop string, its own ``max_tokens`` or the context) is answered at
 once; the others carry over, their prefix re-read under the weights of the next round -- which may be newer, within
-the trainer's staleness bound (``trainer.pipelined``). With ``segment_tokens`` at least ``max_tokens`` a round runs
+the trainer's staleness bound (``trainer.rollouts.pipelined``). With ``segment_tokens`` at least ``max_tokens`` a round runs
 every call to its end (pipelined rollouts without segments).
 
 Behaviour logprobs. As each token is sampled, the generation core also records its logprob at the sampling
@@ -30,7 +30,7 @@ from harness.providers.batching import settle
 from harness.providers.generation import Sampling, context_length, final_text, generate, stop_token_ids
 from harness.providers.scheduler import SETTLE_TICKS
 from harness.systems.types import Message, Reply
-from trainer.policy import with_overrides
+from trainer.learner.policy import with_overrides
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.systems.types import Episode
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 ROLLOUTS_DIR = "rollouts"
 

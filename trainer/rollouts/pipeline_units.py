@@ -1,4 +1,4 @@
-"""What a pipelined MarsRL run passes between its rollout thread and its learner (``trainer.pipelined``): where a
+"""What a pipelined MarsRL run passes between its rollout thread and its learner (``trainer.rollouts.pipelined``): where a
 sample comes from, the ordered events a run records, and the finished calls released to training together."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.systems.types import Episode, ModelCall
-from trainer.segments import Behaviour
+from trainer.rollouts.segments import Behaviour
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ run a training recipe with a progress bar and metrics (the tool flags record or 
 
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
 no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
-before any model is built or file written (``trainer.preflight``).
+before any model is built or file written (``trainer.run.preflight``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.invocation import user_path
 from trainer.config import ConfigError, load_config, replace, to_dict
-from trainer.preflight import check_inputs, check_resume_state
+from trainer.run.preflight import check_inputs, check_resume_state
 
 
 def main(argv: list[str]) -> int:
@@ -68,7 +68,7 @@ def with_tool_cache_flags(config, args: argparse.Namespace):
 
 def check_resumable(run_dir: Path) -> None:
     """Raise ``ConfigError`` unless ``run_dir`` holds a complete checkpoint to resume from."""
-    from trainer.checkpoint import STATE_FILE, latest_checkpoint
+    from trainer.run.checkpoint import STATE_FILE, latest_checkpoint
 
     try:
         found = latest_checkpoint(run_dir)
@@ -85,7 +85,7 @@ def check_resumable(run_dir: Path) -> None:
 
 def train(config, run_dir: Path, *, resume: bool = False) -> int:
     """Train ``config`` in ``run_dir`` (``Trainer.fit``)."""
-    from trainer.engine import Trainer
+    from trainer.run.engine import Trainer
 
     Trainer(config, run_dir, resume=resume).fit()
     return 0

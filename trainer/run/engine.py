@@ -1,15 +1,15 @@
 """The RL training loop. ``Trainer.fit`` runs the recipe's steps (cold start, held-out evaluations, metrics,
 checkpoints); one ``Trainer.train_step`` reads top to bottom:
 
-1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``trainer.sources``): the synchronous
-   rollout (``trainer.rollout``: the harness system with the live policy as its ``Chat``, or the method's own
-   rollout, rewarded by ``trainer.scoring``), or MarsRL's pipelined / segmented rollouts (``trainer.pipelined``);
+1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``trainer.rollouts.sources``): the synchronous
+   rollout (``trainer.rollouts.rollout``: the harness system with the live policy as its ``Chat``, or the method's own
+   rollout, rewarded by ``trainer.algorithms.scoring``), or MarsRL's pipelined / segmented rollouts (``trainer.rollouts.pipelined``);
 2. rows     -- zero-variance groups dropped when asked, the method's advantages, untrained agents left out; a
    non-finite reward skips the update, reported;
-3. update   -- the loss over micro-batches and the optimizer step (``trainer.update``), then the step's metrics,
+3. update   -- the loss over micro-batches and the optimizer step (``trainer.learner.update``), then the step's metrics,
    built here for every source.
 
-Checkpoints are ``trainer.run_state``'s; the cold start is ``trainer.warmup``'s.
+Checkpoints are ``trainer.run.run_state``'s; the cold start is ``trainer.run.warmup``'s.
 """
 
 from __future__ import annotations
@@ -22,21 +22,21 @@ from typing import Any
 
 import torch
 
-from trainer import role_metrics
+from trainer.algorithms.estimators import advantage_estimator
+from trainer.algorithms.scoring import episode_metrics, reward_metrics, training_rows
 from trainer.config import TrainConfig, to_dict
-from trainer.distributed import Distributed
-from trainer.estimators import advantage_estimator
-from trainer.heldout import Evaluation, check_heldout
+from trainer.learner.distributed import Distributed
+from trainer.learner.models import load_models
+from trainer.learner.update import PolicyUpdate
 from trainer.methods import concatenate, get_method
-from trainer.models import load_models
-from trainer.rollout import PromptOrder, Rollout
-from trainer.run_state import RunState, resume_latest, save_step, state_dict
-from trainer.samples import Sample
-from trainer.scoring import episode_metrics, reward_metrics, training_rows
-from trainer.sources import Batch, RolloutSource, SampleSource
-from trainer.step_record import rollouts_path, split_rows, write_rollouts
-from trainer.update import PolicyUpdate
-from trainer.warmup import Demos, WarmupStep, warm_up
+from trainer.rollouts.rollout import PromptOrder, Rollout
+from trainer.rollouts.samples import Sample
+from trainer.rollouts.sources import Batch, RolloutSource, SampleSource
+from trainer.run import role_metrics
+from trainer.run.heldout import Evaluation, check_heldout
+from trainer.run.run_state import RunState, resume_latest, save_step, state_dict
+from trainer.run.step_record import rollouts_path, split_rows, write_rollouts
+from trainer.run.warmup import Demos, WarmupStep, warm_up
 
 StepHook = Callable[[int, dict[str, float]], None]
 """``on_step(step, metrics)``: called after each step of ``Trainer.fit`` with the metrics it logged."""
@@ -94,7 +94,7 @@ class Trainer:
         """MarsRL's pipelined / segmented rollouts when the recipe asks for them, else the synchronous rollout."""
         config = self.config
         if config.algorithm.marsrl.pipeline or config.rollout.segment_tokens is not None:
-            from trainer.pipelined import Pipeline
+            from trainer.rollouts.pipelined import Pipeline
 
             return Pipeline(
                 config, self.rollout, self.policy, self.tokenizer, self.prompts, self.dist.world_size
@@ -107,14 +107,14 @@ class Trainer:
         return self.rollout.task
 
     def fit(self, on_step: StepHook | None = None) -> None:
-        """Train to ``config.steps``: on a fresh run the cold start (``trainer.warmup``) and a held-out evaluation
+        """Train to ``config.steps``: on a fresh run the cold start (``trainer.run.warmup``) and a held-out evaluation
         logged as step -1, then the steps with held-out evaluations every ``eval.every`` steps and at the end
-        (``trainer.heldout``), each step's metrics to ``<run>/metrics.jsonl`` (``trainer.metrics``), checkpoints
+        (``trainer.run.heldout``), each step's metrics to ``<run>/metrics.jsonl`` (``trainer.run.metrics``), checkpoints
         every ``save_every`` steps and at the end; then the curves."""
         from tqdm import tqdm
 
-        from trainer.heldout import heldout_metrics, heldout_table, summary_line
-        from trainer.metrics import MetricsLog, plot_curves
+        from trainer.run.heldout import heldout_metrics, heldout_table, summary_line
+        from trainer.run.metrics import MetricsLog, plot_curves
 
         config, run_dir, main_rank = self.config, self.run_dir, self.dist.is_main
         log = MetricsLog(run_dir, first_step=self.step) if main_rank else None
@@ -222,7 +222,7 @@ class Trainer:
         return metrics
 
     def warm_up(self) -> list[WarmupStep]:
-        """The cold start on this run's demonstrations (``trainer.warmup.warm_up``)."""
+        """The cold start on this run's demonstrations (``trainer.run.warmup.warm_up``)."""
         return warm_up(self.demos, self.models, self.config, self.run_dir, write=self.dist.is_main)
 
     def state_dict(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ policy would then be trained on -- and continue from -- sequences it never produ
 each finished call, the exact ids of its conversation (prompt + reply); a later call whose messages continue it
 (the same messages, the reply as an assistant message, then new turns) is given those ids followed by only the
 template's tokens for the new turns (what rendering adds after the earlier conversation). Both backends get
-their prompts here, through ``trainer.policy.PolicyChat``.
+their prompts here, through ``trainer.learner.policy.PolicyChat``.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 samples, and the step (one for every source) turns them into advantages, an update and the step's metrics.
 
 * ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with the
-  current policy (``trainer.rollout``), then the method rewards them (``trainer.scoring``), and the policy that
-  sampled scores the rows' generated tokens against the engine's logprobs (``trainer.parity``).
-* ``trainer.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside the learner,
+  current policy (``trainer.rollouts.rollout``), then the method rewards them (``trainer.algorithms.scoring``), and the policy that
+  sampled scores the rows' generated tokens against the engine's logprobs (``trainer.rollouts.parity``).
+* ``trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside the learner,
   whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
 """
 
@@ -19,15 +19,15 @@ import torch
 
 from harness.systems.types import Episode
 from harness.toolcache.counts import counting
-from trainer import parity
+from trainer.algorithms.scoring import rewarded_groups
 from trainer.config import TrainConfig
-from trainer.distributed import Distributed
-from trainer.frozen_roles import RoutedChat
+from trainer.learner.distributed import Distributed
 from trainer.methods import concatenate
 from trainer.methods.base import Method
-from trainer.rollout import PromptOrder, Rollout, seed_step
-from trainer.samples import Sample
-from trainer.scoring import rewarded_groups
+from trainer.rollouts import parity
+from trainer.rollouts.frozen_roles import RoutedChat
+from trainer.rollouts.rollout import PromptOrder, Rollout, seed_step
+from trainer.rollouts.samples import Sample
 
 
 @dataclass

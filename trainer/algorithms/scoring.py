@@ -15,11 +15,11 @@ from typing import Any
 
 from harness.systems.types import Episode
 from trainer.config import AlgorithmConfig
-from trainer.distributed import Distributed
+from trainer.learner.distributed import Distributed
 from trainer.methods import GroupNorm, Method
 from trainer.methods.base import Ratio
-from trainer.samples import Sample
-from trainer.step_record import drop_zero_variance, group_rewards, keep_rows, zero_variance_keys
+from trainer.rollouts.samples import Sample
+from trainer.run.step_record import drop_zero_variance, group_rewards, keep_rows, zero_variance_keys
 
 
 def rewarded_groups(

@@ -1,9 +1,9 @@
 """The update step: one batch of rows becomes an optimizer step on the policy (and the critic).
 
 Old logprobs are recomputed on micro-batches when the batch takes more than one optimizer step (``ppo_epochs`` > 1
-or several PPO mini-batches, ``trainer.mini_batches``; with one step the policy being trained is the one that
+or several PPO mini-batches, ``trainer.learner.mini_batches``; with one step the policy being trained is the one that
 sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference logprobs and
-critic values likewise; the recipe's advantage estimator (``algorithm.advantage``, ``trainer.estimators``)
+critic values likewise; the recipe's advantage estimator (``algorithm.advantage``, ``trainer.algorithms.estimators``)
 assigns advantages over the whole batch; then per epoch and mini-batch, the recipe's policy loss
 (``algorithm.policy_loss``, the clipped surrogate) plus KL, entropy and value loss is accumulated over its
 micro-batches with the mini-batch's GLOBAL token/row counts, gradients are summed across ranks and clipped, and
@@ -21,18 +21,18 @@ from torch import Tensor
 from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 
-from trainer import role_metrics
+from trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
+from trainer.algorithms.losses import aggregate, get_policy_loss, kl
+from trainer.algorithms.mastered_tokens import mastered_positive_tokens
 from trainer.config import TrainConfig
-from trainer.distributed import Distributed
-from trainer.estimators import AdvantageBatch, advantage_estimator
-from trainer.logprobs import response_scores
-from trainer.losses import aggregate, get_policy_loss, kl
-from trainer.mastered_tokens import mastered_positive_tokens
+from trainer.learner.distributed import Distributed
+from trainer.learner.logprobs import response_scores
+from trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
+from trainer.learner.offload import optimizer_on_device
+from trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
 from trainer.methods import Method
-from trainer.mini_batches import mini_batch_count, mini_batch_layout
-from trainer.offload import optimizer_on_device
-from trainer.packing import MicroBatch, padding_share, response_logits, response_values
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
+from trainer.run import role_metrics
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:
@@ -42,7 +42,7 @@ def pad_rows(values: list[Tensor]) -> Tensor:
 
 @dataclass(frozen=True)
 class LossCounts:
-    """The whole batch's counts every micro-batch's loss share divides by (``trainer.losses.aggregate``)."""
+    """The whole batch's counts every micro-batch's loss share divides by (``trainer.algorithms.losses.aggregate``)."""
 
     global_tokens: int
     """Trained tokens, over micro-batches and ranks."""

@@ -89,7 +89,7 @@ def _launcher_environment() -> None:
 
 
 class VLLMGenerator:
-    """A ``trainer.policy.Generator`` on a colocated vLLM engine loaded from ``model_path``."""
+    """A ``trainer.learner.policy.Generator`` on a colocated vLLM engine loaded from ``model_path``."""
 
     def __init__(
         self,

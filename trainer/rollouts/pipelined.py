@@ -1,10 +1,10 @@
 """MarsRL's pipelined and segmented rollouts in the real trainer (arXiv:2511.11373 §3.3-3.4): rollout and training side by
 side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and/or ``rollout.segment_tokens: N``;
-the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.sources``): ``Trainer.train_step`` trains on the
+the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.rollouts.sources``): ``Trainer.train_step`` trains on the
 batches it hands over.
 
 * A rollout thread (its own event loop) runs the V-C chains of the questions with a SNAPSHOT of the policy
-  (``trainer.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls), ``group_size`` chains
+  (``trainer.rollouts.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls), ``group_size`` chains
   per question, starting new questions while fewer than ``(max_staleness + 1) * prompts_per_step`` questions are
   untrained (producers wait).
   Under ``algorithm.marsrl.rollout: grouped`` a question is ONE grouped agentic rollout instead
@@ -55,11 +55,11 @@ from trainer.config import TrainConfig
 from trainer.methods import concatenate
 from trainer.methods.base import question_id
 from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
-from trainer.pipeline_units import ChainCalls, Event, Origin, Unit
-from trainer.rollout import PromptOrder, Rollout
-from trainer.samples import Sample
-from trainer.segments import SegmentedChat
-from trainer.sources import Batch
+from trainer.rollouts.pipeline_units import ChainCalls, Event, Origin, Unit
+from trainer.rollouts.rollout import PromptOrder, Rollout
+from trainer.rollouts.samples import Sample
+from trainer.rollouts.segments import SegmentedChat
+from trainer.rollouts.sources import Batch
 
 EVENTS_KEPT = 100_000
 

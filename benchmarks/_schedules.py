@@ -1,7 +1,7 @@
 """MarsRL's throughput schedules (arXiv:2511.11373 §3.3-3.4) as a deterministic discrete-event model of rollout + training.
 
-The real trainer runs the pipelined and segmented schedules (``trainer.rollouts.pipelined``); this model predicts them at the
-paper's scale, on a simulated long-tail workload (``benchmarks/bench_schedules.py``).
+The real trainer runs the pipelined and segmented schedules (``trainer.rollouts.pipelined``); this model
+predicts them at the paper's scale, on a simulated long-tail workload (``benchmarks/bench_schedules.py``).
 
 A workload is a list of chains (one per trajectory), each the decode lengths of its agents' calls in order
 (Solver, Verifier, Corrector, ...). Decoding is one token per tick per call; training takes

@@ -4,19 +4,20 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
-It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes ``<out>/roles.jsonl``
-(one line per step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's
-episodes made, those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
-``<method>/...``). It prints, per role, the mean reward over the first and the last ``--window`` steps -- what "the
-role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
-fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
-method metric (MarsRL: ``marsrl/verifier_precision``, ``verifier_recall`` on wrong solutions,
-``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``, ``solver_accuracy``; M-ASK:
-``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
+It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes
+``<out>/roles.jsonl`` (one line per step: per role its rows, mean reward and rows with a non-zero advantage --
+every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
+advantage; the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
+and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
+MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
+F1 gains) rising over training -- then the same for each method metric (MarsRL: ``marsrl/verifier_precision``,
+``verifier_recall`` on wrong solutions, ``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``,
+``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
 
-When the task has a held-out split (``trainer.run.heldout``), it also evaluates the policy there after the cold start,
-every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step (``heldout`` in
-``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where it shows there.
+When the task has a held-out split (``trainer.run.heldout``), it also evaluates the policy there after the
+cold start, every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step
+(``heldout`` in ``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where
+it shows there.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ pair's wall time (a child got 50-70% of a core under a load of 4 on 2 cores), wh
 see, so that is the one to trust there.
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
-entropies at a real vocabulary size (32k), the chunked scorer (``trainer.learner.logprobs``) against the full-vocabulary
-logits path it replaced (``response_logits`` + ``log_softmax`` + ``entropy``), time and peak RSS growth of each
-in interleaved forked pairs.
+entropies at a real vocabulary size (32k), the chunked scorer (``trainer.learner.logprobs``) against the
+full-vocabulary logits path it replaced (``response_logits`` + ``log_softmax`` + ``entropy``), time and peak
+RSS growth of each in interleaved forked pairs.
 
 ``test_rollout_continuous_vs_static`` times the rollout phase alone: a step's V-C group (Solver -> Verifier ->
 Corrector ..., ``harness.systems.vc``) through ``PolicyChat`` under each scheduler, in interleaved pairs under the

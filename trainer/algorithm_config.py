@@ -1,5 +1,5 @@
-"""The ``algorithm:`` section of a training recipe (``trainer.config``): the method, its advantages and loss, and the
-method sections MarsRL and M-ASK read. Method, estimator and loss names are checked against
+"""The ``algorithm:`` section of a training recipe (``trainer.config``): the method, its advantages and loss,
+and the method sections MarsRL and M-ASK read. Method, estimator and loss names are checked against
 ``trainer.registry`` without importing them."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ MARSRL_SELECTIONS = typing.get_args(MarsRLSelection)
 
 @config_dataclass
 class MarsRLConfig:
-    """How ``method: marsrl`` rolls out (arXiv:2511.11373 §3.3-3.4); ``trainer/methods/marsrl_rollout.py`` has the rules."""
+    """How ``method: marsrl`` rolls out (arXiv:2511.11373 §3.3-3.4); ``trainer/methods/marsrl_rollout.py`` has
+    the rules."""
 
     rollout: MarsRLRollout = "chains"
     """``chains``: ``rollout.group_size`` ordinary V-C runs per question (``task.system_options`` apply);
@@ -42,22 +43,23 @@ class MarsRLConfig:
     samples ``group_size`` outputs on each of 2 chosen outputs of the agent before it."""
     selection: MarsRLSelection = "adaptive"
     """How ``grouped`` chooses those 2 outputs: ``random`` (uniformly), ``balanced`` (one right and one wrong
-    where there are both) or ``adaptive`` (the paper's best: the Verifier prefers wrong solutions, the Corrector
-    prefers reports that rightly flagged an error)."""
+    where there are both) or ``adaptive`` (the paper's best: the Verifier prefers wrong solutions, the
+    Corrector prefers reports that rightly flagged an error)."""
     agents: StrictInt = Field(default=5, ge=2, le=5)
-    """Agents in a ``grouped`` rollout, 2 to 5: Solver, Verifier1, Corrector1, Verifier2, Corrector2 (the paper's
-    five; 3 stops after Corrector1)."""
+    """Agents in a ``grouped`` rollout, 2 to 5: Solver, Verifier1, Corrector1, Verifier2, Corrector2 (the
+    paper's five; 3 stops after Corrector1)."""
     train_agents: list[MarsRLAgent] | None = None
     """The agents whose samples are trained (Table 2): ``[solver]`` is MarsRL-S, ``[verifier, corrector]``
-    MarsRL-VC; null trains all three. Every agent still rolls out and is rewarded (and shows in the metrics)."""
+    MarsRL-VC; null trains all three. Every agent still rolls out and is rewarded (and shows in the
+    metrics)."""
     pipeline: StrictBool = False
     """Agentic pipeline parallelism (§3.3; either rollout, with segment rollouts or without): a rollout thread
     decodes with a snapshot of the policy while the learner trains, and each (question, agent) group enters
-    training as soon as every chain of the question is past that agent (``trainer.rollouts.pipelined``); false: a
-    question's samples enter training together."""
+    training as soon as every chain of the question is past that agent (``trainer.rollouts.pipelined``);
+    false: a question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
-    """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and the
-    step that trains it (enforced: the learner waits for older samples, the sampler for newer weights)."""
+    """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and
+    the step that trains it (enforced: the learner waits for older samples, the sampler for newer weights)."""
 
     @model_validator(mode="after")
     def _grouped_settings_need_grouped(self) -> MarsRLConfig:
@@ -82,11 +84,12 @@ class MaskConfig:
 @config_dataclass
 class AlgorithmConfig:
     method: StrictStr = "grpo"
-    """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc system),
-    ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage: gae``)."""
+    """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc
+    system), ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage:
+    gae``)."""
     advantage: StrictStr = "grpo"
-    """The advantage estimator (``trainer.algorithms.estimators``): ``grpo`` (group-normalised outcome rewards) or ``gae``
-    (PPO with a critic, which is loaded only for it)."""
+    """The advantage estimator (``trainer.algorithms.estimators``): ``grpo`` (group-normalised outcome
+    rewards) or ``gae`` (PPO with a critic, which is loaded only for it)."""
     policy_loss: StrictStr = "ppo"
     """The policy loss (``trainer.registry.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
     ``clip_high``, ``dual_clip``), aggregated by ``loss_mode``."""
@@ -104,8 +107,9 @@ class AlgorithmConfig:
     """GAE lambda."""
     gae_whiten: StrictBool = True
     """Standardise the GAE advantages over every trained token of the step (verl's ``masked_whiten``, which
-    M-ASK's code runs); false keeps the raw ``R - V``. On a small multi-role batch the batch mean is the critic's
-    per-role error: whitening a step whose rewards are all equal still gives every row a unit-size advantage."""
+    M-ASK's code runs); false keeps the raw ``R - V``. On a small multi-role batch the batch mean is the
+    critic's per-role error: whitening a step whose rewards are all equal still gives every row a unit-size
+    advantage."""
     clip_low: StrictFloat = Field(default=0.2, ge=0, lt=1)
     """Lower PPO clip range (ratio >= 1 - clip_low)."""
     clip_high: StrictFloat = Field(default=0.2, ge=0)
@@ -116,7 +120,8 @@ class AlgorithmConfig:
     """Loss aggregation: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm."""
     norm_length: StrictInt | None = Field(default=None, ge=1)
     """The constant length ``seq-mean-token-sum-norm`` divides each row's token sum by (Dr.GRPO); null means
-    ``rollout.max_tokens``. Set it to the longest response a sample can have when episodes make several calls."""
+    ``rollout.max_tokens``. Set it to the longest response a sample can have when episodes make several
+    calls."""
     kl_coef: StrictFloat = Field(default=0.0, ge=0)
     """Weight of the KL penalty to the frozen reference model: the policy RL starts from, after the cold start
     when there is one (0 = no reference model is loaded)."""
@@ -128,10 +133,11 @@ class AlgorithmConfig:
     """Passes over each rollout batch (verl's ``ppo_epochs``); each pass takes one optimizer step per PPO
     mini-batch."""
     ppo_mini_batch_size: StrictInt | None = Field(default=None, ge=1)
-    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``; ``trainer.learner.mini_batches``):
-    a step makes ``rollout.prompts_per_step / ppo_mini_batch_size`` optimizer steps per epoch, and from the second
-    on the importance ratio is no longer 1 (the old logprobs are recomputed once, before the first). Must divide
-    ``prompts_per_step``; null: the whole batch, one optimizer step per epoch."""
+    """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``;
+    ``trainer.learner.mini_batches``): a step makes ``rollout.prompts_per_step / ppo_mini_batch_size``
+    optimizer steps per epoch, and from the second on the importance ratio is no longer 1 (the old logprobs
+    are recomputed once, before the first). Must divide ``prompts_per_step``; null: the whole batch, one
+    optimizer step per epoch."""
     value_clip: StrictFloat = Field(default=0.2, gt=0)
     """Clip range of the critic's value update (gae only)."""
     critic_lr: StrictFloat = Field(default=1e-3, gt=0)
@@ -139,11 +145,11 @@ class AlgorithmConfig:
     mask: MaskConfig = Field(default_factory=MaskConfig)
     """M-ASK's turn-level reward switch; only ``method: mask`` reads it."""
     filter_zero_variance: StrictBool = False
-    """Drop the rows of groups whose rewards are all equal (zero group advantage) before the update; the share of
-    such groups is reported every step either way (``groups_zero_variance_frac``)."""
+    """Drop the rows of groups whose rewards are all equal (zero group advantage) before the update; the share
+    of such groups is reported every step either way (``groups_zero_variance_frac``)."""
     mpt_target_entropy: StrictFloat | None = Field(default=None, gt=0)
-    """MarsRL/UloRL dynamic masking (``trainer.algorithms.mastered_tokens``): while the previous update's policy entropy is
-    below this target, well-mastered positive tokens leave the loss mask; null = off."""
+    """MarsRL/UloRL dynamic masking (``trainer.algorithms.mastered_tokens``): while the previous update's
+    policy entropy is below this target, well-mastered positive tokens leave the loss mask; null = off."""
     mpt_probability: StrictFloat = Field(default=0.99, gt=0, le=1)
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:
     0.99)."""

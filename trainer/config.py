@@ -101,9 +101,9 @@ class RolloutConfig:
     where the package is missing is refused when the recipe is loaded."""
     parity: ParityAction = "warn"
     """What a step does when the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
-    step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.rollouts.parity``) exceeds
-    ``parity_bound``: ``warn`` (print one line and go on), ``fail`` (stop the run) or ``off`` (no check; the
-    metrics are still reported)."""
+    step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.rollouts.parity``)
+    exceeds ``parity_bound``: ``warn`` (print one line and go on), ``fail`` (stop the run) or ``off`` (no
+    check; the metrics are still reported)."""
     parity_bound: StrictFloat = Field(default=0.02, gt=0)
     """The largest ``rollout/logprob_gap_mean`` a step accepts."""
     parity_tolerance: StrictFloat = Field(default=0.05, gt=0)
@@ -112,16 +112,17 @@ class RolloutConfig:
     vllm_gpu_memory: StrictFloat = Field(default=0.3, gt=0, le=1)
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
     scheduler: Scheduler = "continuous"
-    """How the ``hf`` backend batches the concurrent calls of the step's episodes (``trainer.learner.policy``):
-    ``continuous`` (rows join and leave a running batch between decode steps, so an episode's next call starts
-    while longer rows still run; deterministic: the same seed gives the same tokens) or ``static`` (the calls
-    pending together run as one batch to its longest row). The ``vllm`` backend always batches statically (vLLM
-    schedules continuously inside each batch)."""
+    """How the ``hf`` backend batches the concurrent calls of the step's episodes
+    (``trainer.learner.policy``): ``continuous`` (rows join and leave a running batch between decode steps, so
+    an episode's next call starts while longer rows still run; deterministic: the same seed gives the same
+    tokens) or ``static`` (the calls pending together run as one batch to its longest row). The ``vllm``
+    backend always batches statically (vLLM schedules continuously inside each batch)."""
     segment_tokens: StrictInt | None = Field(default=None, ge=1)
     """MarsRL's segment rollouts (arXiv:2511.11373 §3.4; ``method: marsrl``): decode in rounds of this many tokens
-    (``trainer.rollouts.segments``); a call that ends within a round goes on at once, an unfinished one continues next round,
-    maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4 x 16k). Rollout and
-    training then run side by side (``trainer.rollouts.pipelined``); null: each step rolls out to its end."""
+    (``trainer.rollouts.segments``); a call that ends within a round goes on at once, an unfinished one
+    continues next round, maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4
+    x 16k). Rollout and training then run side by side (``trainer.rollouts.pipelined``); null: each step rolls
+    out to its end."""
     frozen_roles: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     """Roles served by a fixed model instead of the policy, never trained: role -> an Inspect model string
     (``local/<dir>``, ``openai/<model>``, ``openai-api/<service>/<model>`` for an OpenAI-compatible endpoint), e.g.
@@ -157,8 +158,9 @@ class OptimConfig:
     """Bucket layout: most padding share of any micro-batch."""
     offload_optimizer: StrictBool = False
     """Keep AdamW's moments in CPU memory between optimizer steps, moving them to the parameters' device only
-    for the step (verl's ``optimizer_offload``; ``trainer.learner.offload``): frees two parameter-sized tensors of
-    accelerator memory per trained model, at the cost of two host-device copies per step. Same updates."""
+    for the step (verl's ``optimizer_offload``; ``trainer.learner.offload``): frees two parameter-sized
+    tensors of accelerator memory per trained model, at the cost of two host-device copies per step. Same
+    updates."""
 
     @model_validator(mode="after")
     def _betas_in_range(self) -> OptimConfig:
@@ -171,9 +173,9 @@ class OptimConfig:
 
 @config_dataclass
 class WarmupConfig:
-    """The cold start before RL (``trainer.run.warmup``): supervised fine-tuning on scripted demonstrations of the
-    recipe's system (``trainer.demos``), with the loss masks the RL stage uses. Not ``optim.warmup_steps`` (the
-    RL learning rate's ramp)."""
+    """The cold start before RL (``trainer.run.warmup``): supervised fine-tuning on scripted demonstrations of
+    the recipe's system (``trainer.demos``), with the loss masks the RL stage uses. Not ``optim.warmup_steps``
+    (the RL learning rate's ramp)."""
 
     steps: StrictInt = Field(default=0, ge=0)
     """Fine-tuning steps before the first RL step; 0 = no cold start."""
@@ -194,7 +196,8 @@ class WarmupConfig:
 
 @config_dataclass
 class EvalConfig:
-    """The held-out evaluation (``trainer.run.heldout``) on the task's held-out split (``task.args.heldout_prompts``)."""
+    """The held-out evaluation (``trainer.run.heldout``) on the task's held-out split
+    (``task.args.heldout_prompts``)."""
 
     every: StrictInt = Field(default=0, ge=0)
     """``mara train`` evaluates after the cold start, every this many RL steps and after the last; 0 = never."""

@@ -1,7 +1,8 @@
-"""The names a recipe picks its parts by -- ``algorithm.method``, ``algorithm.advantage``, ``algorithm.policy_loss``
--- and where each part lives, readable without importing the parts (torch): loading a recipe checks its names here
-(an unknown one is one line listing the known names), the trainer imports a part when it runs. Adding a method, an
-estimator or a loss is writing it and adding its line here; a plug-in may add its own entry at run time."""
+"""The names a recipe picks its parts by -- ``algorithm.method``, ``algorithm.advantage``,
+``algorithm.policy_loss`` -- and where each part lives, readable without importing the parts (torch): loading
+a recipe checks its names here (an unknown one is one line listing the known names), the trainer imports a
+part when it runs. Adding a method, an estimator or a loss is writing it and adding its line here; a plug-in
+may add its own entry at run time."""
 
 from __future__ import annotations
 
@@ -43,10 +44,11 @@ ADVANTAGE_ESTIMATORS: dict[str, Named] = {
 """The advantage estimators (``trainer.algorithms.estimators``)."""
 
 POLICY_LOSSES: dict[str, Named] = {"ppo": Named("trainer.algorithms.losses:policy_loss")}
-"""``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO and
-M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.algorithms.losses``)."""
+"""``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO
+and M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.algorithms.losses``)."""
 
 
 def entry(registry: dict[str, Named], name: str, kind: str) -> Named:
-    """``registry[name]``; an unknown name raises ``judges.named``'s ValueError naming ``kind`` and the known names."""
+    """``registry[name]``; an unknown name raises ``judges.named``'s ValueError naming ``kind`` and the known
+    names."""
     return named.lookup(registry, name, kind)

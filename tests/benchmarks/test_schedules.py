@@ -1,5 +1,5 @@
-"""MarsRL throughput schedules (benchmarks/_schedules.py): hand-computed timelines, the staleness bound on long-tail
-workloads, every sample trained once, and the recipe fields that choose a schedule."""
+"""MarsRL throughput schedules (benchmarks/_schedules.py): hand-computed timelines, the staleness bound on
+long-tail workloads, every sample trained once, and the recipe fields that choose a schedule."""
 
 import pytest
 

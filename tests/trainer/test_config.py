@@ -155,7 +155,8 @@ def test_the_method_choices_are_the_registered_methods():
 
 
 def test_loading_a_recipe_imports_no_torch():
-    """A recipe is checked by names alone (``trainer.registry``): the model stack loads when training starts."""
+    """A recipe is checked by names alone (``trainer.registry``): the model stack loads when training
+    starts."""
     root = Path(__file__).resolve().parents[2]
     recipes = sorted(str(path) for path in (root / "trainer" / "recipes").glob("*.yaml"))
     assert recipes

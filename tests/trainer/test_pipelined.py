@@ -1,6 +1,7 @@
-"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.rollouts.pipelined``): the staleness bound holds,
-an agent's samples train while later agents of its chains still decode, importance ratios use the sampler's own
-logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness and waiting metrics."""
+"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.rollouts.pipelined``): the
+staleness bound holds, an agent's samples train while later agents of its chains still decode, importance
+ratios use the sampler's own logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness
+and waiting metrics."""
 
 from __future__ import annotations
 

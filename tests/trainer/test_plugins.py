@@ -1,6 +1,6 @@
 """The trainer's plug-in points: ``algorithm.advantage`` and ``algorithm.policy_loss`` name entries of
-``trainer.registry.ADVANTAGE_ESTIMATORS`` and ``trainer.registry.POLICY_LOSSES``; the engine calls what the recipe
-names, and an unknown name is refused when the recipe is loaded."""
+``trainer.registry.ADVANTAGE_ESTIMATORS`` and ``trainer.registry.POLICY_LOSSES``; the engine calls what the
+recipe names, and an unknown name is refused when the recipe is loaded."""
 
 from __future__ import annotations
 

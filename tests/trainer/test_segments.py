@@ -1,5 +1,6 @@
-"""Segment rollouts (``trainer.rollouts.segments``): decoding in fixed-length segments gives what one unsegmented decode
-gives when the weights do not change, and each token's behaviour logprob is the sampling weights' own."""
+"""Segment rollouts (``trainer.rollouts.segments``): decoding in fixed-length segments gives what one
+unsegmented decode gives when the weights do not change, and each token's behaviour logprob is the sampling
+weights' own."""
 
 from __future__ import annotations
 

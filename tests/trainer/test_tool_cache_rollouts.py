@@ -1,7 +1,7 @@
 """A training rollout records its tool calls, and a rollout with ``tool_cache: replay`` (the recipe's
 ``task.system_options``, as ``mara train --tool-cache``) gives identical episodes without running a tool: the
-trainer's own toolbox construction (``trainer.rollouts.rollout.task_toolbox``) over the lookup task's corpus toolbox, MARS
-as the system, and a deterministic chat standing in for the policy."""
+trainer's own toolbox construction (``trainer.rollouts.rollout.task_toolbox``) over the lookup task's corpus
+toolbox, MARS as the system, and a deterministic chat standing in for the policy."""
 
 from __future__ import annotations
 

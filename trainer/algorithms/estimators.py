@@ -7,9 +7,10 @@ row's per-token advantages (0 off its mask) and, for a critic, the returns it re
 row's advantage on the ``Sample`` (the step's dump shows it). The engine loads a critic exactly when the chosen
 estimator needs one.
 
-* ``grpo`` -- group-normalised outcome rewards over each ``group_key`` (``trainer.algorithms.advantages.grpo``), broadcast over
-  the row's trained tokens; a method that assigns its own advantages per question (MARS's per-system groups and
-  balanced sampling, MATPO's planner-to-worker broadcast) keeps them;
+* ``grpo`` -- group-normalised outcome rewards over each ``group_key``
+  (``trainer.algorithms.advantages.grpo``), broadcast over the row's trained tokens; a method that assigns its
+  own advantages per question (MARS's per-system groups and balanced sampling, MATPO's planner-to-worker
+  broadcast) keeps them;
 * ``gae`` -- PPO's generalised advantage estimation with a critic, the row's reward on its last trained token
   (M-ASK's shared critic), standardised over the step's trained tokens unless ``algorithm.gae_whiten`` is false.
 """

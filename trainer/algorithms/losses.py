@@ -1,9 +1,9 @@
 """Policy-gradient losses: clipped surrogate, KL estimators, entropy and split-invariant loss aggregation.
 
-Plain tensor functions, chosen by name from the recipe through ``trainer.registry.POLICY_LOSSES`` (``algorithm.policy_loss``),
-``KL_ESTIMATORS`` (``algorithm.kl_kind``) and ``AGGREGATIONS`` (``algorithm.loss_mode``), each looked up with
-``judges.named``. Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), ``V`` vocabulary;
-masks are 1 on the tokens that take the loss.
+Plain tensor functions, chosen by name from the recipe through ``trainer.registry.POLICY_LOSSES``
+(``algorithm.policy_loss``), ``KL_ESTIMATORS`` (``algorithm.kl_kind``) and ``AGGREGATIONS``
+(``algorithm.loss_mode``), each looked up with ``judges.named``. Shapes: ``B`` rows (samples), ``T`` tokens
+per row (right-padded), ``V`` vocabulary; masks are 1 on the tokens that take the loss.
 
 Split invariance. ``aggregate`` divides by counts of the WHOLE batch when given (``global_tokens``: unmasked
 tokens; ``global_rows``: rows with at least one unmasked token). Each micro-batch / data-parallel rank then

@@ -225,8 +225,9 @@ def response_scores(
     with_entropy: bool = False,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> TokenScores:
-    """Logprobs (and entropies) of ``batch``'s response tokens (``batch`` is a ``trainer.learner.packing.MicroBatch``)
-    under ``model`` at ``temperature``, flat, row after row (``split(batch.response_lengths)`` per row).
+    """Logprobs (and entropies) of ``batch``'s response tokens (``batch`` is a
+    ``trainer.learner.packing.MicroBatch``) under ``model`` at ``temperature``, flat, row after row
+    (``split(batch.response_lengths)`` per row).
 
     One forward pass in which the output head computes no logits: a pre-hook takes the final hidden states at
     ``batch.score_index`` and gives the head an empty input, and a hook on the head's output replaces it with

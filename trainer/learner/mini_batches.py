@@ -5,7 +5,8 @@
 ``rollout.prompts_per_step`` questions makes ``prompts_per_step / ppo_mini_batch_size`` optimizer steps per
 ``ppo_epochs``. Each rank cuts its own rows, in the order they were made (question after question), into that many
 consecutive parts of near-equal row counts, so every rank takes the same number of optimizer steps. Each part is
-then laid out in token-budget micro-batches (``trainer.learner.packing``) whose ``rows`` index the whole step's rows.
+then laid out in token-budget micro-batches (``trainer.learner.packing``) whose ``rows`` index the whole
+step's rows.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ class Models:
     tokenizer: Any
     policy: torch.nn.Module
     reference: torch.nn.Module | None
-    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``trainer.run.warmup`` sets it to the warmed-up one."""
+    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``trainer.run.warmup`` sets it to the
+    warmed-up one."""
     critic: torch.nn.Module | None
     """A token-value head on the base model (an estimator that needs a critic)."""
 

@@ -2,11 +2,12 @@
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
 (``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. A call that continues an earlier conversation is given the
-token ids that conversation was generated with, not a re-tokenisation of its text (``trainer.rollouts.token_turns``).
-Every ``Reply`` carries the prompt ids, the response ids (ending with the end-of-turn token unless truncated) and their logprobs under the model's unmodified
-distribution. Two schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel
-agents inside one episode):
+contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. A call that continues an earlier
+conversation is given the token ids that conversation was generated with, not a re-tokenisation of its text
+(``trainer.rollouts.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
+end-of-turn token unless truncated) and their logprobs under the model's unmodified distribution. Two
+schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel agents inside
+one episode):
 
 * ``static``: the calls pending together run as ONE generator call, each row with its own sampling settings, in a
   worker thread -- the ``local/`` provider's static scheduler (``harness.providers.batching.RequestBatcher``) with

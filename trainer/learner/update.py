@@ -1,14 +1,14 @@
 """The update step: one batch of rows becomes an optimizer step on the policy (and the critic).
 
 Old logprobs are recomputed on micro-batches when the batch takes more than one optimizer step (``ppo_epochs`` > 1
-or several PPO mini-batches, ``trainer.learner.mini_batches``; with one step the policy being trained is the one that
-sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference logprobs and
-critic values likewise; the recipe's advantage estimator (``algorithm.advantage``, ``trainer.algorithms.estimators``)
-assigns advantages over the whole batch; then per epoch and mini-batch, the recipe's policy loss
-(``algorithm.policy_loss``, the clipped surrogate) plus KL, entropy and value loss is accumulated over its
-micro-batches with the mini-batch's GLOBAL token/row counts, gradients are summed across ranks and clipped, and
-AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the rest of the update. The
-learning-rate schedule advances once per rollout batch.
+or several PPO mini-batches, ``trainer.learner.mini_batches``; with one step the policy being trained is the
+one that sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference
+logprobs and critic values likewise; the recipe's advantage estimator (``algorithm.advantage``,
+``trainer.algorithms.estimators``) assigns advantages over the whole batch; then per epoch and mini-batch, the
+recipe's policy loss (``algorithm.policy_loss``, the clipped surrogate) plus KL, entropy and value loss is
+accumulated over its micro-batches with the mini-batch's GLOBAL token/row counts, gradients are summed across
+ranks and clipped, and AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the rest
+of the update. The learning-rate schedule advances once per rollout batch.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def pad_rows(values: list[Tensor]) -> Tensor:
 
 @dataclass(frozen=True)
 class LossCounts:
-    """The whole batch's counts every micro-batch's loss share divides by (``trainer.algorithms.losses.aggregate``)."""
+    """The whole batch's counts every micro-batch's loss share divides by
+    (``trainer.algorithms.losses.aggregate``)."""
 
     global_tokens: int
     """Trained tokens, over micro-batches and ranks."""

@@ -1,5 +1,5 @@
-"""The training methods, by name (``algorithm.method`` in a recipe, ``trainer.registry.METHODS``): how episodes become rewarded samples and
-which advantages they get.
+"""The training methods, by name (``algorithm.method`` in a recipe, ``trainer.registry.METHODS``): how
+episodes become rewarded samples and which advantages they get.
 
 * ``grpo`` -- plain GRPO on the episode's outcome reward (any system);
 * ``marsrl`` -- MarsRL's agent-specific rewards for the V-C system, over ordinary or grouped agentic rollouts

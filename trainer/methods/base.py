@@ -1,11 +1,12 @@
 """What a training method is, and the sample plumbing every method shares.
 
 A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
-estimator (``trainer.algorithms.estimators``) the recipe must choose for it (``estimator``), and -- when its advantages are not
-the estimator's plain GRPO over ``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
-finite; it may also change the set of rows, as MARS's balanced sampling does). A method may also sample a
-question's episodes itself (``rollout``: MarsRL's grouped agentic rollouts branch inside the V-C system) instead
-of the engine's ``rollout.group_size`` independent runs of the task's system.
+estimator (``trainer.algorithms.estimators``) the recipe must choose for it (``estimator``), and -- when its
+advantages are not the estimator's plain GRPO over ``group_key`` -- how it assigns them itself
+(``advantages``, run per question after every reward is known to be finite; it may also change the set of
+rows, as MARS's balanced sampling does). A method may also sample a question's episodes itself (``rollout``:
+MarsRL's grouped agentic rollouts branch inside the V-C system) instead of the engine's ``rollout.group_size``
+independent runs of the task's system.
 
 Sample ``parent`` indices are local to the list a method returns; ``concatenate`` offsets them when the engine joins
 the questions of a step.

@@ -19,10 +19,10 @@ tree -- ``group_size`` Solver samples, then each later agent samples ``group_siz
 the previous agent chosen by the ``random`` / ``balanced`` / ``adaptive`` strategy -- grouped per (question, agent,
 shared input): ``<question>/solver`` and ``<question>/<agent>/<input call id>``.
 
-Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``): ``trainer.rollouts.pipelined``
-trains each (question, agent) group as soon as every chain of the question is past that agent (``AGENT_RANK``,
-``next_agent``), while the next agents and questions keep decoding; without them every agent's samples enter the
-same step's update once the question's rollout ends.
+Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``):
+``trainer.rollouts.pipelined`` trains each (question, agent) group as soon as every chain of the question is
+past that agent (``AGENT_RANK``, ``next_agent``), while the next agents and questions keep decoding; without
+them every agent's samples enter the same step's update once the question's rollout ends.
 """
 
 from __future__ import annotations

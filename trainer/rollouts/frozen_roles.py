@@ -5,8 +5,8 @@ Solver makes that generalisation a training target too, and MATPO's worker can b
 same way. ``RoutedChat`` sends a frozen role's calls to its Inspect model (``local/…``, ``openai/…``,
 ``openai-api/<service>/…`` for an OpenAI-compatible endpoint) and every other role's to the policy. A frozen role's
 calls come back as text, so the method still builds its rewarded rows (re-tokenised), and the scoring leaves those
-rows out (``trainer.algorithms.scoring.trained_agent``): the policy never trains on another model's tokens, and the frozen
-model is never updated.
+rows out (``trainer.algorithms.scoring.trained_agent``): the policy never trains on another model's tokens,
+and the frozen model is never updated.
 """
 
 from __future__ import annotations

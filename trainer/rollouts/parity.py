@@ -2,9 +2,9 @@
 
 Every generated token carries the logprob the engine gave it (``Reply.logprobs``: the unmodified distribution,
 temperature 1, on either backend). Before the update, the policy that sampled -- the weights the engine was
-synced to -- scores the same rows at temperature 1 (``trainer.learner.logprobs.response_scores``), and the per-token
-absolute difference is the gap. A backend whose weights did not sync, whose kernels or dtype differ, or a
-rollout whose token ids were re-tokenised shows up here instead of as a silently biased gradient.
+synced to -- scores the same rows at temperature 1 (``trainer.learner.logprobs.response_scores``), and the
+per-token absolute difference is the gap. A backend whose weights did not sync, whose kernels or dtype differ,
+or a rollout whose token ids were re-tokenised shows up here instead of as a silently biased gradient.
 
 Reported each step, over all ranks, for the whole batch and per role (``role/<role>/...``):
 

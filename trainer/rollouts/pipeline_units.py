@@ -1,5 +1,6 @@
-"""What a pipelined MarsRL run passes between its rollout thread and its learner (``trainer.rollouts.pipelined``): where a
-sample comes from, the ordered events a run records, and the finished calls released to training together."""
+"""What a pipelined MarsRL run passes between its rollout thread and its learner
+(``trainer.rollouts.pipelined``): where a sample comes from, the ordered events a run records, and the
+finished calls released to training together."""
 
 from __future__ import annotations
 

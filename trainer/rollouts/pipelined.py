@@ -1,12 +1,12 @@
 """MarsRL's pipelined and segmented rollouts in the real trainer (arXiv:2511.11373 §3.3-3.4): rollout and training side by
 side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and/or ``rollout.segment_tokens: N``;
-the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.rollouts.sources``): ``Trainer.train_step`` trains on the
-batches it hands over.
+the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.rollouts.sources``): ``Trainer.train_step``
+trains on the batches it hands over.
 
 * A rollout thread (its own event loop) runs the V-C chains of the questions with a SNAPSHOT of the policy
-  (``trainer.rollouts.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls), ``group_size`` chains
-  per question, starting new questions while fewer than ``(max_staleness + 1) * prompts_per_step`` questions are
-  untrained (producers wait).
+  (``trainer.rollouts.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls),
+  ``group_size`` chains per question, starting new questions while fewer than ``(max_staleness + 1) *
+  prompts_per_step`` questions are untrained (producers wait).
   Under ``algorithm.marsrl.rollout: grouped`` a question is ONE grouped agentic rollout instead
   (``trainer.methods.marsrl_rollout``: a tree of agents, each sampling ``group_size`` outputs on 2 chosen outputs
   of the agent before it), run through the same chat, the choices judged on the rollout thread as it grows.
@@ -28,8 +28,8 @@ batches it hands over.
   behaviour=True)``, asked for by the batch's ``behaviour``).
 
 Metrics per step, beside the step's own (``staleness_mean`` / ``staleness_max``, ``samples``, ...):
-``time_wait_learner`` (the learner waiting for samples) and ``time_wait_sampler`` (the sampler waiting for capacity
-or newer weights since the last batch). Not deterministic
+``time_wait_learner`` (the learner waiting for samples) and ``time_wait_sampler`` (the sampler waiting for
+capacity or newer weights since the last batch). Not deterministic
 across runs (thread timing decides which groups share a step); a resumed run goes on from the data cursor, so the
 questions that were in flight at the checkpoint are skipped; no rollout dumps (``rollouts/``); one process only.
 """
@@ -149,8 +149,8 @@ class Pipeline:
     # ---- learner ------------------------------------------------------------------------------------------
 
     def next_batch(self, version: int) -> Batch:
-        """Every group released since the last batch (waiting for enough of them, ``_take``), with the sampler's
-        behaviour logprobs; starts the rollout thread on the first call."""
+        """Every group released since the last batch (waiting for enough of them, ``_take``), with the
+        sampler's behaviour logprobs; starts the rollout thread on the first call."""
         if self.thread is None:
             self._start(version)
         started = time.perf_counter()

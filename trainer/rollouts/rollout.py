@@ -6,8 +6,8 @@ generation, or a vLLM engine synced to the policy on a GPU), or from the method'
 unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
-uninterrupted one would, a seed per episode (``trainer.rollouts.episode_seeds``: its draws do not depend on how its calls
-were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
+uninterrupted one would, a seed per episode (``trainer.rollouts.episode_seeds``: its draws do not depend on
+how its calls were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
 """
 
 from __future__ import annotations
@@ -186,8 +186,9 @@ class Rollout:
         )
 
     def sync(self, policy: torch.nn.Module) -> dict[str, float]:
-        """Load the policy's current weights into the vLLM engine and check them (``trainer.rollouts.parity.sync_gap``);
-        nothing for transformers generation, which samples with the policy itself."""
+        """Load the policy's current weights into the vLLM engine and check them
+        (``trainer.rollouts.parity.sync_gap``); nothing for transformers generation, which samples with the
+        policy itself."""
         if self.vllm is None:
             return {}
         self.vllm.sync(policy.named_parameters())
@@ -203,7 +204,8 @@ class Rollout:
         return own(item, self.system.name, self.system_options)
 
     def chat_for(self, item: dict[str, Any]) -> Chat:
-        """The chat of one question's runs: the policy's, with the task's scripted roles (``trainer.rollouts.scripted_roles``)."""
+        """The chat of one question's runs: the policy's, with the task's scripted roles
+        (``trainer.rollouts.scripted_roles``)."""
         return chat_for(self.task, self.system.name, self.chat, item, self.tokenizer)
 
     async def groups(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:

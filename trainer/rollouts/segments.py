@@ -5,8 +5,8 @@ Each ``run_round`` takes the calls issued since the last round and the calls lef
 segment of each as one batch (``harness.providers.generation.generate`` on prompt + the tokens generated so far):
 a call that ends within its segment (end-of-turn, stop string, its own ``max_tokens`` or the context) is answered at
 once; the others carry over, their prefix re-read under the weights of the next round -- which may be newer, within
-the trainer's staleness bound (``trainer.rollouts.pipelined``). With ``segment_tokens`` at least ``max_tokens`` a round runs
-every call to its end (pipelined rollouts without segments).
+the trainer's staleness bound (``trainer.rollouts.pipelined``). With ``segment_tokens`` at least
+``max_tokens`` a round runs every call to its end (pipelined rollouts without segments).
 
 Behaviour logprobs. As each token is sampled, the generation core also records its logprob at the sampling
 temperature -- the training temperature, at which the learner scores (``Completion.tempered_logprobs``) -- under

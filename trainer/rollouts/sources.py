@@ -1,11 +1,13 @@
-"""Where a training step's samples come from: a ``SampleSource`` hands ``Trainer.train_step`` a ``Batch`` of rewarded
-samples, and the step (one for every source) turns them into advantages, an update and the step's metrics.
+"""Where a training step's samples come from: a ``SampleSource`` hands ``Trainer.train_step`` a ``Batch`` of
+rewarded samples, and the step (one for every source) turns them into advantages, an update and the step's
+metrics.
 
-* ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with the
-  current policy (``trainer.rollouts.rollout``), then the method rewards them (``trainer.algorithms.scoring``), and the policy that
-  sampled scores the rows' generated tokens against the engine's logprobs (``trainer.rollouts.parity``).
-* ``trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside the learner,
-  whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
+* ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with
+  the current policy (``trainer.rollouts.rollout``), then the method rewards them
+  (``trainer.algorithms.scoring``), and the policy that sampled scores the rows' generated tokens against the
+  engine's logprobs (``trainer.rollouts.parity``).
+* ``trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside
+  the learner, whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class Batch:
     unscored: list[int]
     """Each question's episodes its judge left unscored (dropped)."""
     groups: list[list[Sample]]
-    """The rewarded samples, one list per group the method's advantages see (a question, or a pipelined unit)."""
+    """The rewarded samples, one list per group the method's advantages see (a question, or a pipelined
+    unit)."""
     started: float
     """``time.perf_counter()`` when the source began the batch: the step's time counts from here."""
     ready: float
@@ -73,7 +76,8 @@ class SampleSource(Protocol):
 
 
 class RolloutSource:
-    """The synchronous rollout: every step samples its own questions with the current policy, then rewards them."""
+    """The synchronous rollout: every step samples its own questions with the current policy, then rewards
+    them."""
 
     def __init__(
         self,

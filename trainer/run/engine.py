@@ -1,13 +1,14 @@
 """The RL training loop. ``Trainer.fit`` runs the recipe's steps (cold start, held-out evaluations, metrics,
 checkpoints); one ``Trainer.train_step`` reads top to bottom:
 
-1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``trainer.rollouts.sources``): the synchronous
-   rollout (``trainer.rollouts.rollout``: the harness system with the live policy as its ``Chat``, or the method's own
-   rollout, rewarded by ``trainer.algorithms.scoring``), or MarsRL's pipelined / segmented rollouts (``trainer.rollouts.pipelined``);
+1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``trainer.rollouts.sources``):
+   the synchronous rollout (``trainer.rollouts.rollout``: the harness system with the live policy as its
+   ``Chat``, or the method's own rollout, rewarded by ``trainer.algorithms.scoring``), or MarsRL's pipelined /
+   segmented rollouts (``trainer.rollouts.pipelined``);
 2. rows     -- zero-variance groups dropped when asked, the method's advantages, untrained agents left out; a
    non-finite reward skips the update, reported;
-3. update   -- the loss over micro-batches and the optimizer step (``trainer.learner.update``), then the step's metrics,
-   built here for every source.
+3. update   -- the loss over micro-batches and the optimizer step (``trainer.learner.update``), then the step's
+   metrics, built here for every source.
 
 Checkpoints are ``trainer.run.run_state``'s; the cold start is ``trainer.run.warmup``'s.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,6 @@ from trainer.run.heldout import Evaluation, check_heldout
 from trainer.run.run_state import RunState, resume_latest, save_step, state_dict
 from trainer.run.step_record import rollouts_path, split_rows, write_rollouts
 from trainer.run.warmup import Demos, WarmupStep, warm_up
-
-StepHook = Callable[[int, dict[str, float]], None]
-"""``on_step(step, metrics)``: called after each step of ``Trainer.fit`` with the metrics it logged."""
 
 
 class Trainer:
@@ -91,7 +88,8 @@ class Trainer:
             self.resume()
 
     def _source(self) -> SampleSource:
-        """MarsRL's pipelined / segmented rollouts when the recipe asks for them, else the synchronous rollout."""
+        """MarsRL's pipelined / segmented rollouts when the recipe asks for them, else the synchronous
+        rollout."""
         config = self.config
         if config.algorithm.marsrl.pipeline or config.rollout.segment_tokens is not None:
             from trainer.rollouts.pipelined import Pipeline
@@ -106,11 +104,11 @@ class Trainer:
         """The task the questions, rewards and (for a benchmark) run inputs come from."""
         return self.rollout.task
 
-    def fit(self, on_step: StepHook | None = None) -> None:
-        """Train to ``config.steps``: on a fresh run the cold start (``trainer.run.warmup``) and a held-out evaluation
-        logged as step -1, then the steps with held-out evaluations every ``eval.every`` steps and at the end
-        (``trainer.run.heldout``), each step's metrics to ``<run>/metrics.jsonl`` (``trainer.run.metrics``), checkpoints
-        every ``save_every`` steps and at the end; then the curves."""
+    def fit(self) -> None:
+        """Train to ``config.steps``: on a fresh run the cold start (``trainer.run.warmup``) and a held-out
+        evaluation logged as step -1, then the steps with held-out evaluations every ``eval.every`` steps and
+        at the end (``trainer.run.heldout``), each step's metrics to ``<run>/metrics.jsonl``
+        (``trainer.run.metrics``), checkpoints every ``save_every`` steps and at the end; then the curves."""
         from tqdm import tqdm
 
         from trainer.run.heldout import heldout_metrics, heldout_table, summary_line
@@ -140,8 +138,6 @@ class Trainer:
                 bar.write(f"held-out after step {self.step - 1}: {summary_line(last)}")
             if log is not None:
                 log.write(self.step - 1, metrics)
-            if on_step is not None:
-                on_step(self.step - 1, metrics)
             bar.set_postfix(
                 reward=f"{metrics['reward_mean']:.3f}", loss=f"{metrics.get('loss', float('nan')):.4f}"
             )
@@ -160,7 +156,8 @@ class Trainer:
             )
 
     def train_step(self) -> dict[str, float]:
-        """Train on the source's next batch; returns the step's metrics (``skipped`` = 1 when no update was made)."""
+        """Train on the source's next batch; returns the step's metrics (``skipped`` = 1 when no update was
+        made)."""
         version = self.step
         batch = self.source.next_batch(version)
         rewarded = concatenate(batch.groups)

@@ -54,8 +54,8 @@ WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
 
 @dataclass(frozen=True)
 class Evaluation:
-    """What a held-out evaluation runs with: the recipe, the ranks, the rollout (task, system, the policy's chat),
-    the method that rewards the runs, and the policy."""
+    """What a held-out evaluation runs with: the recipe, the ranks, the rollout (task, system, the policy's
+    chat), the method that rewards the runs, and the policy."""
 
     config: TrainConfig
     dist: Distributed

@@ -1,5 +1,6 @@
-"""A run's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it with
-the step's HF export, and resuming from the latest one (``trainer.run.checkpoint`` writes the files atomically)."""
+"""A run's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it
+with the step's HF export, and resuming from the latest one (``trainer.run.checkpoint`` writes the files
+atomically)."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> N
 
 
 def resume_latest(run: RunState, run_dir: Path) -> int | None:
-    """Load the latest checkpoint of ``run_dir`` into ``run``; the step it was taken at, ``None`` when there is
-    none."""
+    """Load the latest checkpoint of ``run_dir`` into ``run``; the step it was taken at, ``None`` when there
+    is none."""
     path = latest_checkpoint(run_dir)
     if path is None:
         return None

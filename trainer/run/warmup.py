@@ -68,7 +68,8 @@ class WarmupStep:
 @dataclass(frozen=True)
 class Demos:
     """What the demonstrations are made with: the recipe's rollout (task, system, toolbox, the method's own
-    rollout), the method that turns episodes into samples, the policy's tokenizer and the ``warmup:`` settings."""
+    rollout), the method that turns episodes into samples, the policy's tokenizer and the ``warmup:``
+    settings."""
 
     rollout: Rollout
     method: Method
@@ -96,7 +97,8 @@ async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) 
 
 
 async def seeded(seed: int, run: Awaitable[T]) -> T:
-    """``run`` awaited in its own task with ``seed`` bound as its episode seed (``trainer.rollouts.episode_seeds``)."""
+    """``run`` awaited in its own task with ``seed`` bound as its episode seed
+    (``trainer.rollouts.episode_seeds``)."""
 
     async def bound() -> T:
         bind_episode_seed(seed)
@@ -258,9 +260,9 @@ def fit(
 def warm_up(
     demos: Demos, models: Models, config: TrainConfig, run_dir: Path, *, write: bool = True
 ) -> list[WarmupStep]:
-    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring), then fit its critic (GAE recipes,
-    ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's records;
-    with ``write`` (the main rank) every record goes to ``<run>/warmup.jsonl``."""
+    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring), then fit its critic (GAE
+    recipes, ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's
+    records; with ``write`` (the main rank) every record goes to ``<run>/warmup.jsonl``."""
     settings = config.warmup
     if settings.steps == 0:
         return []

@@ -4,19 +4,20 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
-It runs the recipe's cold start (``trainer.warmup``), then ``--steps`` RL steps, and writes ``<out>/roles.jsonl``
-(one line per step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's
-episodes made, those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
-``<method>/...``). It prints, per role, the mean reward over the first and the last ``--window`` steps -- what "the
-role learns" means here: the reward of a non-first role (the MarsRL Verifier's verdict accuracy, the Corrector's
-fix rate, MATPO's worker-enabled answers, M-ASK's per-turn F1 gains) rising over training -- then the same for each
-method metric (MarsRL: ``marsrl/verifier_precision``, ``verifier_recall`` on wrong solutions,
-``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``, ``solver_accuracy``; M-ASK:
-``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
+It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes
+``<out>/roles.jsonl`` (one line per step: per role its rows, mean reward and rows with a non-zero advantage --
+every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
+advantage; the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
+and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
+MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
+F1 gains) rising over training -- then the same for each method metric (MarsRL: ``marsrl/verifier_precision``,
+``verifier_recall`` on wrong solutions, ``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``,
+``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
 
-When the task has a held-out split (``trainer.heldout``), it also evaluates the policy there after the cold start,
-every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step (``heldout`` in
-``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where it shows there.
+When the task has a held-out split (``trainer.run.heldout``), it also evaluates the policy there after the
+cold start, every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step
+(``heldout`` in ``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where
+it shows there.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from trainer.config import load_config
-from trainer.engine import Trainer
-from trainer.heldout import PREFIX, heldout_items, heldout_metrics
-from trainer.warmup import role_stats, warm_up
+from trainer.run.engine import Trainer
+from trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
+from trainer.run.warmup import role_stats
 
 
 @dataclass
@@ -55,7 +56,7 @@ class LearningRun:
 def learning_run(
     recipe: str, out: Path, steps: int, seed: int | None = None, eval_every: int | None = None
 ) -> LearningRun:
-    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.warmup.RoleStats``), the
+    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.run.warmup.RoleStats``), the
     method's metrics (``<method>/...``) and, when evaluated, the held-out metrics. ``seed`` replaces the
     recipe's, ``eval_every`` its ``eval.every``."""
     config = load_config(recipe)
@@ -65,9 +66,9 @@ def learning_run(
     if eval_every is not None:
         config.eval.every = eval_every
     trainer = Trainer(config, out)
-    warm_up(trainer)
+    trainer.warm_up()
     evaluates = bool(heldout_items(trainer.task))
-    before = heldout_metrics(trainer) if evaluates else {}
+    before = heldout_metrics(trainer.evaluation) if evaluates else {}
     if before:
         print(f"held-out after the cold start: {shown_heldout(before)}", flush=True)
     prefix = f"{config.algorithm.method}/"
@@ -81,7 +82,7 @@ def learning_run(
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
             every = config.eval.every
             due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))
-            heldout = heldout_metrics(trainer) if due else {}
+            heldout = heldout_metrics(trainer.evaluation) if due else {}
             history.append(StepRecord(stats, method, heldout))
             row = {
                 "step": trainer.step - 1,

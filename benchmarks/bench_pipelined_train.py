@@ -27,8 +27,7 @@ import torch
 
 from benchmarks._pairs import Spread, interleaved_pairs
 from trainer.config import load_config
-from trainer.engine import Trainer
-from trainer.warmup import warm_up
+from trainer.run.engine import Trainer
 
 RECIPE = Path(__file__).resolve().parents[1] / "trainer" / "recipes" / "marsrl-tiny.yaml"
 
@@ -48,7 +47,7 @@ class Run:
 
 def warm_model(out: Path) -> str:
     trainer = Trainer(load_config(RECIPE), out / "warmup")
-    warm_up(trainer)
+    trainer.warm_up()
     trainer.policy.save_pretrained(out / "warm")
     trainer.tokenizer.save_pretrained(out / "warm")
     return str(out / "warm")

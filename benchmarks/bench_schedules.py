@@ -1,19 +1,20 @@
 """MarsRL throughput schedules (arXiv:2511.11373 §3.3-3.4) on a simulated long-tail latency distribution.
 
-``trainer.schedule`` simulates rollout + training for 512 trajectories of Solver -> Verifier -> Corrector whose decode
-lengths are log-normal (median 2,000 tokens, sigma 1.0, capped at 65,536: most calls short, a few very long), 64
-chains in flight, 192 samples per training step, 1 tick of training per sample, at the same staleness bound (1).
-Reported per schedule, as throughput (samples trained per simulated tick) relative to the synchronous S->V->C
-schedule on the same workload, over 7 workload seeds (min / median / max), with the staleness actually seen; the
-issue's target is pipeline >= 1.5x. The simulation is deterministic, so the ratios are not timing noise; the
-benchmark also times one simulation. Run: ``.venv/bin/pytest benchmarks/bench_schedules.py --benchmark-only -s``.
+``_schedules.py`` simulates rollout + training for 512 trajectories of Solver -> Verifier -> Corrector whose
+decode lengths are log-normal (median 2,000 tokens, sigma 1.0, capped at 65,536: most calls short, a few very
+long), 64 chains in flight, 192 samples per training step, 1 tick of training per sample, at the same
+staleness bound (1). Reported per schedule, as throughput (samples trained per simulated tick) relative to the
+synchronous S->V->C schedule on the same workload, over 7 workload seeds (min / median / max), with the
+staleness actually seen; the issue's target is pipeline >= 1.5x. The simulation is deterministic, so the
+ratios are not timing noise; the benchmark also times one simulation. Run: ``.venv/bin/pytest
+benchmarks/bench_schedules.py --benchmark-only -s``.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from trainer.schedule import Schedule, long_tail_chains, simulate
+from _schedules import Schedule, long_tail_chains, simulate
 
 SEEDS = range(7)
 BASE = {"max_staleness": 1, "width": 64, "batch_size": 192}

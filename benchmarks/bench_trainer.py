@@ -20,9 +20,9 @@ pair's wall time (a child got 50-70% of a core under a load of 4 on 2 cores), wh
 see, so that is the one to trust there.
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
-entropies at a real vocabulary size (32k), the chunked scorer (``trainer.logprobs``) against the full-vocabulary
-logits path it replaced (``response_logits`` + ``log_softmax`` + ``entropy``), time and peak RSS growth of each
-in interleaved forked pairs.
+entropies at a real vocabulary size (32k), the chunked scorer (``trainer.learner.logprobs``) against the
+full-vocabulary logits path it replaced (``response_logits`` + ``log_softmax`` + ``entropy``), time and peak
+RSS growth of each in interleaved forked pairs.
 
 ``test_rollout_continuous_vs_static`` times the rollout phase alone: a step's V-C group (Solver -> Verifier ->
 Corrector ..., ``harness.systems.vc``) through ``PolicyChat`` under each scheduler, in interleaved pairs under the
@@ -57,8 +57,8 @@ from harness.providers.sampling import Sampling
 from harness.systems import build_toolbox, get_system, run_system
 from harness.tinymodel import build_tiny_model
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.engine import Trainer
-from trainer.policy import PolicyChat
+from trainer.learner.policy import PolicyChat
+from trainer.run.engine import Trainer
 from trainer.tasks.toy import addition_task
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -322,10 +322,10 @@ def _scoring_pass(path: str) -> dict[str, float]:
     """Forward + backward of one micro-batch's response logprobs and entropies at a 32k vocabulary."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from trainer.logprobs import response_scores
-    from trainer.losses import entropy
-    from trainer.packing import micro_batches, response_logits, token_logprobs
-    from trainer.samples import Sample
+    from trainer.algorithms.losses import entropy
+    from trainer.learner.logprobs import response_scores
+    from trainer.learner.packing import micro_batches, response_logits, token_logprobs
+    from trainer.rollouts.samples import Sample
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -136,7 +136,7 @@ def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
 
 def test_trainer_rollout_per_backend(benchmark, tmp_path_factory):
     from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-    from trainer.engine import Trainer
+    from trainer.run.engine import Trainer
 
     path = build_tiny_model(tmp_path_factory.mktemp("rollout-256"), hidden_size=256)
 

@@ -1,9 +1,9 @@
 """The one chat-template renderer: messages to prompt token ids, for generation and for training samples alike.
 
 The ``local/`` provider and the trainer's policy render a prompt with ``render_prompt`` before generating; the
-trainer renders the same conversations again with it when it turns calls into samples (``trainer.samples``), so
-the token ids trained on are the ids the model was given by construction. No torch here: it only drives the
-tokenizer's ``apply_chat_template``.
+trainer renders the same conversations again with it when it turns calls into samples
+(``trainer.rollouts.samples``), so the token ids trained on are the ids the model was given by construction.
+No torch here: it only drives the tokenizer's ``apply_chat_template``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "index": ("harness.retrieval.cli", "build or query a local retrieval index (E5 + FAISS, or BM25)"),
     "tools": ("harness.toolcache.cli", "list, freeze, export and import recorded tool-response snapshots"),
-    "train": ("trainer.cli", "train with a YAML recipe"),
+    "train": ("trainer.run.cli", "train with a YAML recipe"),
     "nightly": ("leaderboards.cli", "run a leaderboard suite, ingest its logs, compare and render the site"),
 }
 

@@ -1,7 +1,7 @@
 """The pure cores of the rule-based judges: response text and gold in, score out, no Inspect state.
 
-The Inspect scorers (``judges.scorers``) and the trainer's rewards (``trainer.rewards``) call these same
-functions, so a training reward and an evaluation score of the same response can never differ.
+The Inspect scorers (``judges.scorers``) and the trainer's rewards (``trainer.algorithms.rewards``) call these
+same functions, so a training reward and an evaluation score of the same response can never differ.
 """
 
 from __future__ import annotations

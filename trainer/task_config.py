@@ -14,7 +14,7 @@ from harness.typed_config import ConfigProblem, config_dataclass
 
 @config_dataclass
 class GraderConfig:
-    """The LLM grader of an LLM-judge reward (``trainer.rewards``)."""
+    """The LLM grader of an LLM-judge reward (``trainer.algorithms.rewards``)."""
 
     model: StrictStr
     """An Inspect model string (``openai/gpt-4o-mini``, ``mockllm/model``, ``vllm/...``), or

@@ -9,8 +9,8 @@ from harness.protocols import get_protocol
 from harness.systems import get_system
 from judges.named import lookup, unknown_name
 from judges.registry import get_judge
-from trainer.estimators import advantage_estimator
-from trainer.losses import get_policy_loss
+from trainer.algorithms.estimators import advantage_estimator
+from trainer.algorithms.losses import get_policy_loss
 from trainer.methods import get_method
 
 

@@ -69,7 +69,7 @@ def test_a_run_directory_with_plain_step_dirs_and_an_explicit_step(tiny_qwen, tm
 @pytest.fixture(scope="module")
 def trained_run(tiny_qwen, tmp_path_factory) -> Path:
     """A real ``mara train`` run directory: 2 GRPO steps on the tiny model, exported at steps 1 and 2."""
-    from trainer.cli import main as train_main
+    from trainer.run.cli import main as train_main
 
     home = tmp_path_factory.mktemp("train")
     recipe = home / "recipe.yaml"

@@ -11,8 +11,8 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
 from trainer.config import load_config
-from trainer.engine import Trainer
-from trainer.warmup import role_stats, warm_up
+from trainer.run.engine import Trainer
+from trainer.run.warmup import role_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def warm_started(recipe: str, run_dir: Path, **warmup: Any) -> Trainer:
     for name, value in warmup.items():
         setattr(config.warmup, name, value)
     trainer = Trainer(config, run_dir)
-    records = warm_up(trainer)
+    records = trainer.warm_up()
     assert records[-1].loss < records[0].loss / 4, "the cold start did not fit the demonstrations"
     return trainer
 

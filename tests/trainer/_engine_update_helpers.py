@@ -12,8 +12,8 @@ import torch
 from torch.distributed.tensor import DTensor
 
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.engine import Trainer
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
+from trainer.run.engine import Trainer
 
 
 def make_samples() -> list[Sample]:

@@ -75,7 +75,7 @@ def two_steps(trainer, scripted: list[Episode]) -> tuple[dict[str, float], dict[
     async def scripted_rollout(items):
         return [list(scripted) for _ in items], [0] * len(items)
 
-    trainer._rollout = scripted_rollout
+    trainer.source.episodes = scripted_rollout
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     metrics = trainer.train_step()
     moved = any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters(), strict=True))

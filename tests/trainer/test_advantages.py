@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.advantages import broadcast, gae, grpo, resample_to, whiten
+from trainer.algorithms.advantages import broadcast, gae, grpo, resample_to, whiten
 
 # Rows 0-3: question q, role solver, rewards 1 0 1 0 (mean 0.5, every deviation ±0.5).
 # Rows 4-5: question q, role verifier, rewards 2 2 (all equal). Row 6: question r alone (a singleton).
@@ -157,9 +157,9 @@ def test_resample_is_reproducible_and_exact_when_sizes_match():
 
 def _gae_rows(**algorithm):
     """Two rows of the gae estimator, both rewarded 0 (an all-equal step), with critic values 0.1 and 0.6."""
+    from trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
     from trainer.config import AlgorithmConfig
-    from trainer.estimators import AdvantageBatch, advantage_estimator
-    from trainer.samples import Sample
+    from trainer.rollouts.samples import Sample
 
     rows = [Sample(prompt_ids=[1], response_ids=[5, 6], loss_mask=[1, 1], reward=0.0) for _ in range(2)]
     batch = AdvantageBatch(

@@ -16,15 +16,15 @@ from _method_helpers import run
 import harness.systems
 import judges.cores
 import judges.scorers
-import trainer.rewards
+import trainer.algorithms.rewards
 import trainer.tasks.benchmark
 from harness.datasets import load_benchmark
 from harness.datasets.specs import get_benchmark
 from harness.systems.types import Episode
 from mara_bench.aime import DAPO_WRAPPER
+from trainer.algorithms.rewards import gold_text
 from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
 from trainer.methods.marsrl import agent_rewards, step_metrics
-from trainer.rewards import gold_text
 from trainer.tasks.benchmark import benchmark_task
 
 
@@ -75,7 +75,7 @@ def test_prompts_are_built_by_the_evaluation_tasks_own_function(musique_train):
 
 
 def test_rule_rewards_call_the_same_core_as_the_scorers(musique_train, monkeypatch):
-    assert trainer.rewards.cores is judges.cores and judges.scorers.cores is judges.cores
+    assert trainer.algorithms.rewards.cores is judges.cores and judges.scorers.cores is judges.cores
     task = benchmark_task("musique", data=str(musique_train), judge="lexical", judge_options={"metric": "f1"})
     item = task.items[0]
     assert task.reward(item, answered(item["question"], "It was Founder 0.")) == pytest.approx(2 / 3)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from trainer.config import RolloutConfig
-from trainer.engine import Trainer
+from trainer.run.engine import Trainer
 from trainer.tasks.toy import ToyTask
 
 
@@ -27,7 +27,7 @@ def test_grpo_learns_to_answer_the_target_sum(toy_config, tmp_path):
     assert sum(rewards[:2]) / 2 < 0.05, rewards  # a random tiny model almost never starts its reply with "7"
     assert sum(rewards[-3:]) / 3 > 0.4, rewards  # now nearly every reply's first number is the sum
     item = trainer.task.items[0]
-    groups, _ = asyncio.run(trainer._rollout([item]))
+    groups, _ = asyncio.run(trainer.rollout.groups([item]))
     replies = groups[0]
     assert sum(trainer.task.reward(item, episode) > 0 for episode in replies) >= len(replies) // 2
 
@@ -94,13 +94,14 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    from trainer.losses import POLICY_LOSSES, policy_loss
+    from trainer.algorithms.losses import policy_loss
+    from trainer.registry import POLICY_LOSSES, Named
 
     def nan_loss(*args, **kwargs):
         loss, stats = policy_loss(*args, **kwargs)
         return loss * math.nan, stats
 
-    monkeypatch.setitem(POLICY_LOSSES, "ppo", nan_loss)
+    monkeypatch.setitem(POLICY_LOSSES, "ppo", Named(nan_loss))
     trainer = Trainer(toy_config, tmp_path)
     before = _params(trainer)
     metrics = trainer.train_step()

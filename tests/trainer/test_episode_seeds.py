@@ -10,8 +10,8 @@ from transformers import AutoModelForCausalLM
 
 from harness.providers.sampling import Sampling
 from trainer.demos import DemoPolicy, ScriptedChat
-from trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
-from trainer.policy import PolicyChat
+from trainer.learner.policy import PolicyChat
+from trainer.rollouts.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,11 @@ import pytest
 from test_train_run_metrics import mara_train
 
 from harness.systems.types import Reply
+from trainer.algorithms.scoring import ratio_metrics
 from trainer.config import load_config
-from trainer.heldout import verifier_probe
-from trainer.metrics import read_metrics
-from trainer.rollout import training_task
-from trainer.scoring import ratio_metrics
+from trainer.rollouts.rollout import training_task
+from trainer.run.heldout import verifier_probe
+from trainer.run.metrics import read_metrics
 from trainer.tasks.lookup import CAPITALS, lookup_task
 from trainer.tasks.toy import addition_task
 
@@ -239,8 +239,8 @@ class ByQuestion:
 
 def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tokenizer):
     from harness.systems import get_system
-    from trainer.heldout import system_ratios, system_runs
     from trainer.methods import get_method
+    from trainer.run.heldout import system_ratios, system_runs
 
     task = lookup_task(n_prompts=4, heldout_prompts=3, generated=True, tools=["search"])
     options = {"max_turns": 2, "prompts": "compact"}

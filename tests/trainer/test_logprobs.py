@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from trainer.logprobs import chunk_rows, response_scores, score_hidden
-from trainer.losses import entropy as naive_entropy
-from trainer.packing import micro_batches, response_logits, token_logprobs
-from trainer.samples import Sample
+from trainer.algorithms.losses import entropy as naive_entropy
+from trainer.learner.logprobs import chunk_rows, response_scores, score_hidden
+from trainer.learner.packing import micro_batches, response_logits, token_logprobs
+from trainer.rollouts.samples import Sample
 
 
 def _naive(head: torch.nn.Linear, hidden, targets, temperature, softcap=None):

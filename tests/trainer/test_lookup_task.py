@@ -9,7 +9,7 @@ import pytest
 
 from harness.systems import mars
 from trainer.config import load_config
-from trainer.rollout import training_task
+from trainer.rollouts.rollout import training_task
 from trainer.tasks.lookup import TOOLS, lookup_task
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"

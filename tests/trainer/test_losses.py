@@ -9,12 +9,12 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.losses import (
+from trainer.algorithms.losses import (
     AGGREGATIONS,
     KL_ESTIMATORS,
-    POLICY_LOSSES,
     aggregate,
     entropy,
+    get_policy_loss,
     kl,
     loss_counts,
     policy_loss,
@@ -94,7 +94,7 @@ def test_policy_loss_masks_and_validates():
         policy_loss(torch.zeros(2, 4), logprob, ADVANTAGES, MASK, dual_clip=0.5)
     with pytest.raises(ValueError, match="advantages must be"):
         policy_loss(torch.zeros(2, 4), logprob, torch.ones(3), MASK)
-    assert POLICY_LOSSES["ppo"] is policy_loss
+    assert get_policy_loss("ppo") is policy_loss
 
 
 # KL at logprob = log 0.5, ref = log 0.25: d = ln 2 = 0.693147.

@@ -13,11 +13,11 @@ import pytest
 from _method_helpers import smoke_config
 
 from harness.systems.types import Message, Reply
-from trainer.advantages import grpo
+from trainer.algorithms.advantages import grpo
 from trainer.config import ConfigError, MarsRLConfig, TaskConfig, TrainConfig, from_dict, load_config
-from trainer.engine import Trainer
 from trainer.methods.marsrl import agent, agent_rewards, rewarded_samples, rollout
 from trainer.methods.marsrl_rollout import choose, grouped_rollout
+from trainer.run.engine import Trainer
 
 WRONG = "I think it is \\boxed{5}."
 RIGHT = "So the sum is \\boxed{7}."

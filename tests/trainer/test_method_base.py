@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trainer.methods.base import concatenate, lead_then_helpers, train_final_reply_only
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 
 def row(role: str, parent: int | None = None, mask: list[int] | None = None) -> Sample:

@@ -10,10 +10,10 @@ import torch
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
 from trainer.config import TaskConfig
-from trainer.engine import Trainer
 from trainer.methods.base import GroupNorm
 from trainer.methods.mars import balanced_samples, rewarded_samples, system_advantages
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
+from trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})

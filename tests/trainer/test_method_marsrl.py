@@ -9,11 +9,11 @@ import pytest
 import torch
 from _method_helpers import run, smoke_config, two_steps
 
-from trainer.advantages import grpo
+from trainer.algorithms.advantages import grpo
 from trainer.config import TaskConfig
-from trainer.engine import Trainer
 from trainer.methods import get_method
 from trainer.methods.marsrl import agent, agent_rewards, rewarded_samples
+from trainer.run.engine import Trainer
 
 WRONG = "I think it is \\boxed{5}."
 RIGHT = "So the sum is \\boxed{7}."

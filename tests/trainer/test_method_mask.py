@@ -9,8 +9,8 @@ import pytest
 from _method_helpers import run, smoke_config, tool_returning, two_steps
 
 from trainer.config import TaskConfig
-from trainer.engine import Trainer
 from trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
+from trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 SCRIPTS = {
@@ -139,7 +139,7 @@ def test_a_step_whose_every_question_is_filtered_out_skips_the_update(tiny_model
     async def scripted_rollout(items):
         return [[nothing_earned, nothing_earned] for _ in items], [0] * len(items)
 
-    trainer._rollout = scripted_rollout
+    trainer.source.episodes = scripted_rollout
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     metrics = (
         trainer.train_step()

@@ -12,10 +12,10 @@ from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, t
 
 from harness.prompts.sets import prompt_set
 from trainer.config import TaskConfig
-from trainer.engine import Trainer
 from trainer.methods.base import GroupNorm
 from trainer.methods.matpo import advantages, format_score, rewarded_samples
 from trainer.methods.mcp_format import format_reward
+from trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})

@@ -9,8 +9,15 @@ import warnings
 
 import pytest
 
-from trainer.engine import Trainer
-from trainer.metrics import CURVES_FILE, METRICS_FILE, TENSORBOARD_DIR, MetricsLog, plot_curves, read_metrics
+from trainer.run.engine import Trainer
+from trainer.run.metrics import (
+    CURVES_FILE,
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    MetricsLog,
+    plot_curves,
+    read_metrics,
+)
 
 STEP_METRICS = {
     "reward_mean", "reward_std", "advantage_mean", "advantage_std", "loss", "kl", "entropy", "clip_fraction",

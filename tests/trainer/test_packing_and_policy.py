@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-import trainer.policy as policy_module
+import trainer.learner.policy as policy_module
 from harness.providers.sampling import Sampling
-from trainer.packing import (
+from trainer.learner.packing import (
     micro_batches,
     padding_share,
     plan_buckets,
@@ -18,8 +18,8 @@ from trainer.packing import (
     response_logits,
     token_logprobs,
 )
-from trainer.policy import PolicyChat
-from trainer.samples import Sample
+from trainer.learner.policy import PolicyChat
+from trainer.rollouts.samples import Sample
 
 
 @pytest.fixture(scope="module")

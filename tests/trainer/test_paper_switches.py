@@ -9,7 +9,7 @@ from _method_helpers import smoke_config, two_steps
 from test_method_marsrl import RIGHT, SAYS_CORRECT, vc_episode
 
 from trainer.config import MarsRLConfig, TaskConfig
-from trainer.engine import Trainer
+from trainer.run.engine import Trainer
 from trainer.tasks.toy import ToyTask
 
 

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 import torch
 
-from trainer.distributed import Distributed
-from trainer.engine import Trainer
-from trainer.parity import ParityError, check, parity_metrics
-from trainer.samples import Sample
+from trainer.learner.distributed import Distributed
+from trainer.rollouts.parity import ParityError, check, parity_metrics
+from trainer.rollouts.samples import Sample
+from trainer.run.engine import Trainer
 
 
 def _sample(role, n):

@@ -1,6 +1,7 @@
-"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.pipelined``): the staleness bound holds,
-an agent's samples train while later agents of its chains still decode, importance ratios use the sampler's own
-logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness and waiting metrics."""
+"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.rollouts.pipelined``): the
+staleness bound holds, an agent's samples train while later agents of its chains still decode, importance
+ratios use the sampler's own logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness
+and waiting metrics."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from pathlib import Path
 import pytest
 from test_train_run_metrics import mara_train
 
-from trainer import pipeline_units, pipelined
 from trainer.config import ConfigError, MarsRLConfig, TrainConfig, from_dict, load_config, to_dict
-from trainer.engine import Trainer
-from trainer.metrics import read_metrics
-from trainer.warmup import warm_up
+from trainer.rollouts import pipeline_units, pipelined
+from trainer.run.engine import Trainer
+from trainer.run.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "trainer" / "recipes" / "marsrl-tiny.yaml"
@@ -39,7 +39,7 @@ def warm_model(tmp_path_factory) -> str:
     config.warmup.steps = 12
     out = tmp_path_factory.mktemp("warm")
     trainer = Trainer(config, out)
-    warm_up(trainer)
+    trainer.warm_up()
     trainer.policy.save_pretrained(out / "warm")
     trainer.tokenizer.save_pretrained(out / "warm")
     return str(out / "warm")
@@ -63,7 +63,7 @@ def run_steps(trainer: Trainer, steps: int) -> list[dict[str, float]]:
         seen = [version - s.policy_version for s in trainer.last_samples]
         assert max(seen, default=0) == metrics["staleness_max"]
         records.append(metrics)
-    trainer.pipeline.close()
+    trainer.source.close()
     return records
 
 
@@ -98,12 +98,12 @@ def test_solver_samples_train_while_their_chains_correctors_are_still_to_come(
     trainer = pipelined_trainer(warm_model, tmp_path, staleness=1)
     first = trainer.train_step()
     trained_first = {
-        e.origin for e in list(trainer.pipeline.events) if e.kind == "trained" and e.role == "solver"
+        e.origin for e in list(trainer.source.events) if e.kind == "trained" and e.role == "solver"
     }
     first_step.set()
     run_steps(trainer, 2)
     assert first["samples/solver"] > 0 and first["samples/corrector"] == 0
-    events = list(trainer.pipeline.events)
+    events = list(trainer.source.events)
     order = {(e.kind, e.origin): index for index, e in enumerate(events)}
     # Chains whose Solver rows trained in the first step, while every Corrector was still held back. (A Solver
     # group released later may train after its Correctors answer: that ordering is timing, not a property.)
@@ -122,8 +122,8 @@ def test_without_pipeline_a_question_trains_only_once_its_chains_end(warm_model,
     trainer = pipelined_trainer(warm_model, tmp_path, staleness=1, pipeline=False, segment=12)
     records = run_steps(trainer, 2)
     assert max(record["staleness_max"] for record in records) <= 1
-    assert len(trainer.pipeline.chat.segments) > 0
-    events = list(trainer.pipeline.events)
+    assert len(trainer.source.chat.segments) > 0
+    events = list(trainer.source.events)
     for index, event in enumerate(events):
         if event.kind == "trained":
             later = [
@@ -147,11 +147,11 @@ def test_grouped_rollouts_with_pipeline_and_segments_train_three_steps(warm_mode
     for _ in range(3):
         records.append(trainer.train_step())
         trained += trainer.last_samples
-    trainer.pipeline.close()
+    trainer.source.close()
     assert [record["skipped"] for record in records] == [0.0, 0.0, 0.0]
     assert max(record["staleness_max"] for record in records) <= 1
-    assert trainer.pipeline.chat.segments  # decoded in rounds of 8 tokens
-    events = list(trainer.pipeline.events)
+    assert trainer.source.chat.segments  # decoded in rounds of 8 tokens
+    events = list(trainer.source.events)
     assert {e.role for e in events if e.kind == "trained"} >= {"solver", "verifier"}
     # one tree per question: its later agents' groups share one input each (<question>/<agent>/<input call>)
     verifier_keys = {s.group_key for s in trained if s.role == "verifier"}

@@ -1,6 +1,6 @@
 """The trainer's plug-in points: ``algorithm.advantage`` and ``algorithm.policy_loss`` name entries of
-``trainer.estimators.ADVANTAGE_ESTIMATORS`` and ``trainer.losses.POLICY_LOSSES``; the engine calls what the recipe
-names, and an unknown name is refused when the recipe is loaded."""
+``trainer.registry.ADVANTAGE_ESTIMATORS`` and ``trainer.registry.POLICY_LOSSES``; the engine calls what the
+recipe names, and an unknown name is refused when the recipe is loaded."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 import torch
 import yaml
 
+from trainer.algorithms.estimators import TokenAdvantages
+from trainer.algorithms.losses import policy_loss
 from trainer.config import ConfigError, load_config, to_dict
-from trainer.engine import Trainer
-from trainer.estimators import ADVANTAGE_ESTIMATORS, AdvantageEstimator, TokenAdvantages
-from trainer.losses import POLICY_LOSSES, policy_loss
+from trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named
+from trainer.run.engine import Trainer
 
 
 def recipe(tmp_path, config, **algorithm):
@@ -50,8 +51,8 @@ def test_the_engine_calls_the_estimator_and_the_loss_the_recipe_names(toy_config
         calls.append(kwargs["mode"])
         return policy_loss(*args, **kwargs)
 
-    monkeypatch.setitem(ADVANTAGE_ESTIMATORS, "constant", AdvantageEstimator("constant", constant))
-    monkeypatch.setitem(POLICY_LOSSES, "counted", counted)
+    monkeypatch.setitem(ADVANTAGE_ESTIMATORS, "constant", Named(constant))
+    monkeypatch.setitem(POLICY_LOSSES, "counted", Named(counted))
     config = recipe(tmp_path, toy_config, advantage="constant", policy_loss="counted")
     trainer = Trainer(config, tmp_path / "run")
     before = [p.detach().clone() for p in trainer.policy.parameters()]

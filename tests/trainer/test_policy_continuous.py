@@ -14,7 +14,7 @@ from harness.providers.batching import RequestBatcher
 from harness.providers.generation import PromptTooLongError
 from harness.providers.sampling import Sampling
 from trainer.config import ConfigError, RolloutConfig, TrainConfig, from_dict
-from trainer.policy import PolicyChat
+from trainer.learner.policy import PolicyChat
 
 GREEDY = {"temperature": 0.0}
 
@@ -166,7 +166,7 @@ def test_scheduler_settings_are_validated(tiny_model, tiny_tokenizer):
 
 @pytest.mark.parametrize("scheduler", ["continuous", "static"])
 def test_engine_builds_the_configured_scheduler(toy_config, tmp_path, scheduler):
-    from trainer.engine import Trainer
+    from trainer.run.engine import Trainer
 
     config = dataclasses.replace(
         toy_config, rollout=dataclasses.replace(toy_config.rollout, scheduler=scheduler)

@@ -10,7 +10,7 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from harness.providers.sampling import Sampling
-from trainer.policy import PolicyChat
+from trainer.learner.policy import PolicyChat
 
 
 @pytest.fixture(scope="module")

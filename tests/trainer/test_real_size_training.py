@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _engine_update_helpers as helpers  # noqa: E402
 
 from trainer.config import ConfigError, load_config  # noqa: E402
-from trainer.engine import Trainer  # noqa: E402
-from trainer.logprobs import response_scores  # noqa: E402
-from trainer.mini_batches import row_parts  # noqa: E402
-from trainer.packing import micro_batches  # noqa: E402
+from trainer.learner.logprobs import response_scores  # noqa: E402
+from trainer.learner.mini_batches import row_parts  # noqa: E402
+from trainer.learner.packing import micro_batches  # noqa: E402
+from trainer.run.engine import Trainer  # noqa: E402
 
 
 def trainer_with(tiny_model_dir, tmp_path, *, prompts=2, model=None, **algorithm) -> Trainer:
@@ -129,7 +129,7 @@ def test_a_context_budget_bounds_the_whole_conversation(tiny_model_dir, tiny_tok
     from transformers import AutoModelForCausalLM
 
     from harness.providers.sampling import Sampling
-    from trainer.policy import PolicyChat
+    from trainer.learner.policy import PolicyChat
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     question = [{"role": "user", "content": "What is 3 + 4?"}]

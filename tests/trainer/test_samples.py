@@ -6,7 +6,7 @@ import pytest
 
 from harness.chat_template import render_prompt
 from harness.systems.types import Episode, ModelCall, Reply
-from trainer.samples import Sample, samples_from_episode
+from trainer.rollouts.samples import Sample, samples_from_episode
 
 
 def _call(id_, role, messages, text, parent=None, response_ids=None):
@@ -107,9 +107,9 @@ def test_a_re_rendered_multi_turn_sample_holds_the_exact_prompt_ids_the_policy_g
     from transformers import AutoModelForCausalLM
 
     import harness.providers.transformers_api as transformers_api
-    import trainer.samples as samples
+    import trainer.rollouts.samples as samples
     from harness.providers.sampling import Sampling
-    from trainer.policy import PolicyChat
+    from trainer.learner.policy import PolicyChat
 
     assert transformers_api.render_prompt is samples.render_prompt  # generation and training: one renderer
     messages = [

@@ -1,5 +1,6 @@
-"""Segment rollouts (``trainer.segments``): decoding in fixed-length segments gives what one unsegmented decode
-gives when the weights do not change, and each token's behaviour logprob is the sampling weights' own."""
+"""Segment rollouts (``trainer.rollouts.segments``): decoding in fixed-length segments gives what one
+unsegmented decode gives when the weights do not change, and each token's behaviour logprob is the sampling
+weights' own."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from transformers import AutoModelForCausalLM
 from harness.chat_template import render_prompt
 from harness.providers.generation import generate
 from harness.providers.sampling import Sampling
-from trainer.logprobs import response_scores
-from trainer.packing import micro_batches
-from trainer.samples import Sample
-from trainer.segments import SegmentedChat
+from trainer.learner.logprobs import response_scores
+from trainer.learner.packing import micro_batches
+from trainer.rollouts.samples import Sample
+from trainer.rollouts.segments import SegmentedChat
 
 TEMPERATURE = 0.85
 QUESTIONS = ("What is 2 + 5?", "Add 3 and 4, then explain.", "hi")

@@ -7,9 +7,9 @@ import math
 
 import torch
 
-from trainer.mastered_tokens import mastered_positive_tokens
-from trainer.samples import Sample
-from trainer.step_record import drop_zero_variance, zero_variance_keys
+from trainer.algorithms.mastered_tokens import mastered_positive_tokens
+from trainer.rollouts.samples import Sample
+from trainer.run.step_record import drop_zero_variance, zero_variance_keys
 
 
 def row(key: str, reward: float, parent=None) -> Sample:

@@ -9,8 +9,8 @@ from harness.chat_template import render_prompt
 from harness.providers.generation import Completion
 from harness.providers.sampling import Sampling
 from harness.systems.types import Episode, ModelCall
-from trainer.policy import PolicyChat
-from trainer.samples import samples_from_episode
+from trainer.learner.policy import PolicyChat
+from trainer.rollouts.samples import samples_from_episode
 
 QUESTION = [{"role": "user", "content": "Say the word."}]
 

@@ -1,7 +1,7 @@
 """A training rollout records its tool calls, and a rollout with ``tool_cache: replay`` (the recipe's
 ``task.system_options``, as ``mara train --tool-cache``) gives identical episodes without running a tool: the
-trainer's own toolbox construction (``trainer.rollout.task_toolbox``) over the lookup task's corpus toolbox, MARS
-as the system, and a deterministic chat standing in for the policy."""
+trainer's own toolbox construction (``trainer.rollouts.rollout.task_toolbox``) over the lookup task's corpus
+toolbox, MARS as the system, and a deterministic chat standing in for the policy."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from _e2e_helpers import ROOT
 
 from harness.systems import get_system
 from harness.systems.types import Reply, Toolbox
-from trainer.cli import with_tool_cache_flags
 from trainer.config import load_config
-from trainer.rollout import Rollout, task_toolbox
+from trainer.rollouts.rollout import Rollout, task_toolbox
+from trainer.run.cli import with_tool_cache_flags
 from trainer.tasks.lookup import lookup_task
 
 ANSWER = re.compile(r"The capital of \w+ is (\w+)")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from _fake_grader import FakeGrader
 
-from trainer.metrics import read_metrics
+from trainer.run.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE_KEYS = ("samples", "reward_mean", "adv_nonzero_frac", "loss", "entropy", "response_tokens", "clip_frac")

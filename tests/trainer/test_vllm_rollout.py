@@ -17,8 +17,8 @@ from harness.providers.backends import AUTO_VLLM_MIN_BYTES
 from harness.providers.generation import Completion
 from harness.providers.sampling import Sampling
 from trainer.config import ConfigError, load_config
-from trainer.policy import PolicyChat
-from trainer.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs
+from trainer.learner.policy import PolicyChat
+from trainer.rollouts.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs
 
 HAS_VLLM_GPU = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
 
@@ -133,7 +133,7 @@ def test_chat_batches_concurrent_calls_into_one_generator_call(tiny_tokenizer):
 def test_synced_vllm_engine_samples_with_the_policy_weights(tiny_model_dir, tiny_tokenizer):
     from transformers import AutoModelForCausalLM
 
-    from trainer.vllm_rollout import VLLMGenerator
+    from trainer.rollouts.vllm_rollout import VLLMGenerator
 
     policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir).cuda()
     engine = VLLMGenerator(tiny_model_dir, dtype="float32", seed=0, gpu_memory_utilization=0.2)

@@ -18,16 +18,15 @@ from harness.systems.outcomes import IntermediateAnswer
 from harness.systems.types import Episode
 from trainer.config import ConfigError, TrainConfig, from_dict, load_config
 from trainer.demos.text import named_capital
-from trainer.engine import Trainer
-from trainer.samples import Sample
-from trainer.warmup import (
+from trainer.rollouts.samples import Sample
+from trainer.run.engine import Trainer
+from trainer.run.warmup import (
     demo_episodes,
     demo_returns,
     demo_samples,
     judged,
     role_counts,
     value_regression,
-    warm_up,
 )
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
@@ -45,7 +44,7 @@ def _trainer(recipe: str, model_dir: Path, run_dir: Path) -> Trainer:
 )
 def test_demonstrations_play_every_role_with_varied_rewards(recipe, tiny_model_dir, tmp_path):
     trainer = _trainer(recipe, tiny_model_dir, tmp_path)
-    samples = demo_samples(trainer, seed=0)
+    samples = demo_samples(trainer.demos, seed=0)
     assert sorted(role_counts(samples)) == sorted(get_system(trainer.config.task.system).roles)
     for role in role_counts(samples):
         rewards = [s.reward for s in samples if s.role == role]
@@ -54,7 +53,7 @@ def test_demonstrations_play_every_role_with_varied_rewards(recipe, tiny_model_d
 
 def test_mars_demonstrations_train_the_system2_replies_and_not_the_distillates(tiny_model_dir, tmp_path):
     trainer = _trainer("mars-tiny.yaml", tiny_model_dir, tmp_path)
-    system2 = next(s for s in demo_samples(trainer, seed=0) if s.role == "system2")
+    system2 = next(s for s in demo_samples(trainer.demos, seed=0) if s.role == "system2")
     trained = trainer.tokenizer.decode(
         [t for t, m in zip(system2.response_ids, system2.loss_mask, strict=True) if m]
     )
@@ -69,14 +68,14 @@ def test_warm_up_with_no_steps_leaves_the_policy_alone(tiny_model_dir, tmp_path)
     trainer = _trainer("marsrl-tiny.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.steps = 0
     before = [p.detach().clone() for p in trainer.policy.parameters()]
-    assert warm_up(trainer) == []
+    assert trainer.warm_up() == []
     assert all((a == b).all() for a, b in zip(before, trainer.policy.parameters(), strict=True))
 
 
 def test_a_few_warm_up_steps_lower_the_demonstration_loss_and_are_logged(tiny_model_dir, tmp_path):
     trainer = _trainer("marsrl-tiny.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.steps, trainer.config.warmup.batch_size = 4, 2
-    records = warm_up(trainer)
+    records = trainer.warm_up()
     assert len(records) == 4 and records[-1].loss < records[0].loss
     assert len((tmp_path / "warmup.jsonl").read_text().splitlines()) == 4
 
@@ -86,7 +85,7 @@ def test_the_kl_reference_is_the_warmed_up_policy_not_the_base_weights(tiny_mode
     config.model.path, config.algorithm.kl_coef = str(tiny_model_dir), 0.1
     config.warmup.steps, config.warmup.batch_size, config.warmup.critic_steps = 2, 2, 0
     trainer = Trainer(config, tmp_path)
-    warm_up(trainer)
+    trainer.warm_up()
     reference = dict(trainer.reference.named_parameters())
     moved = [name for name, p in trainer.policy.named_parameters() if not torch.equal(p, reference[name])]
     assert moved == [], f"the reference still holds the base weights of {moved[:3]}"
@@ -106,7 +105,7 @@ def test_bad_warmup_values_name_the_key(key, value):
 def test_mars_demonstrations_pack_the_search_pages_into_system1_bins(tiny_model_dir, tmp_path):
     trainer = _trainer("mars-tiny.yaml", tiny_model_dir, tmp_path)
     item = trainer.task.items[0]
-    [episode, *_] = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+    [episode, *_] = asyncio.run(demo_episodes(trainer.demos, item, random.Random(0)))
     [distil] = episode.calls_by_role("system1")
     assert sorted(distil.meta["pages"]) == [0, 1]  # both retrieved passages in one System-1 bin
     assert episode.calls_by_role("system2")[-1].messages[-1]["content"].count(distil.reply.text) == 1
@@ -124,11 +123,11 @@ def test_the_critic_warm_up_fits_the_demonstration_returns_and_leaves_the_policy
     trainer = _trainer("mask-tiny.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.steps, trainer.config.warmup.batch_size = 2, 8
     trainer.config.warmup.critic_steps = 6
-    samples = demo_samples(trainer, seed=0)
+    samples = demo_samples(trainer.demos, seed=0)
     budget = trainer.config.optim.token_budget
     before = float(value_regression(trainer.critic, samples, budget, gamma=1.0)[0])
     trainer.critic.zero_grad(set_to_none=True)
-    records = warm_up(trainer)
+    records = trainer.warm_up()
     after = float(value_regression(trainer.critic, samples, budget, gamma=1.0)[0])
     assert [r.model for r in records] == ["policy", "policy"]
     logged = [json.loads(line)["model"] for line in (tmp_path / "warmup.jsonl").read_text().splitlines()]
@@ -175,7 +174,7 @@ def _verdicts_right(trainer: Trainer) -> list[bool]:
 
     right = []
     for item in trainer.task.items:
-        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+        for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
             rewards = agent_rewards(episode, item["answer"])
             right += [rewards[call.id] > 0 for call in episode.calls_by_role("verifier")]
     return right
@@ -218,7 +217,7 @@ def test_the_mask_demonstrations_play_each_role_right_as_often_as_the_recipe_say
     trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"plan": 1.0, "answer": 0.0}
     item = trainer.task.items[0]
-    episodes = asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+    episodes = asyncio.run(demo_episodes(trainer.demos, item, random.Random(0)))
     plans = [IntermediateAnswer.of(episode.intermediate_answers[0]).answer for episode in episodes]
     assert plans == [item["answer"]] * len(episodes)  # every plan recalls the capital
     for episode in episodes:  # and no answer copies the capital its trajectory names
@@ -236,7 +235,7 @@ def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
 ):
     trainer = _trainer(recipe, tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"search": search}
-    episodes = asyncio.run(demo_episodes(trainer, trainer.task.items[0], random.Random(0)))
+    episodes = asyncio.run(demo_episodes(trainer.demos, trainer.task.items[0], random.Random(0)))
     for episode in episodes:
         first = episode.calls_by_role("search")[0].reply.text
         assert first.startswith("<search>") is searched, first
@@ -254,7 +253,7 @@ def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_an
     item = trainer.task.items[0]
     verifiers = [
         (episode, call)
-        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0)))
+        for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0)))
         for call in episode.calls_by_role("verifier")
     ]
     assert verifiers
@@ -271,7 +270,7 @@ def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp
     assert trainer.config.task.system_options["prompts"] == "compact"
     trainer.config.warmup.demo_skills = {"system1": 1.0, "system2": 1.0}
     for item in trainer.task.items[:8]:
-        for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+        for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
             assert episode.final_answer == item["answer"]  # the tool call parsed, System 1 read its pages
             system2, *_ = episode.calls_by_role("system2")
             assert (
@@ -291,7 +290,7 @@ def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_pa
     assert trainer.config.task.system_options["prompts"] == "compact"
     item = trainer.task.items[0]
     country = item["question"].removeprefix("What is the capital of ").removesuffix("?")
-    for episode in asyncio.run(demo_episodes(trainer, item, random.Random(0))):
+    for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
         delegate, *_ = episode.calls_by_role("planner")
         search, *_ = episode.calls_by_role("worker")
         # the system's compact messages: the question last for the planner, the subtask last for the worker

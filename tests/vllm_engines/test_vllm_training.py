@@ -8,8 +8,8 @@ import torch
 
 from harness.chat_template import render_prompt
 from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.engine import Trainer
-from trainer.parity import SYNC_PROBE, sync_gap
+from trainer.rollouts.parity import SYNC_PROBE, sync_gap
+from trainer.run.engine import Trainer
 
 pytestmark = pytest.mark.vllm
 

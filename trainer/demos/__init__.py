@@ -1,4 +1,4 @@
-"""Scripted demonstration policies for the cold start (``trainer.warmup``), one per harness system.
+"""Scripted demonstration policies for the cold start (``trainer.run.warmup``), one per harness system.
 
 A demonstration policy plays every role of its system the way the system's parser expects (MARS tool calls with a
 purpose, MarsRL verdicts, MATPO worker requests, M-ASK sub-queries, evidence and knowledge-state updates), reading
@@ -21,7 +21,7 @@ from typing import Any
 from harness.systems.types import Message
 from harness.systems.types import Reply as ModelReply
 from trainer.demos import mars, mask, matpo, vc
-from trainer.episode_seeds import call_seed
+from trainer.rollouts.episode_seeds import call_seed
 
 Skills = Mapping[str, float]
 """Role -> probability that the scripted decision of that role is right."""

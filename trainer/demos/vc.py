@@ -18,8 +18,8 @@ from typing import Any
 from harness.systems.types import Message
 from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
 from judges.math import extract_answer
+from trainer.algorithms.rewards import gold_text
 from trainer.demos.text import last_content
-from trainer.rewards import gold_text
 
 SKILLS = {SOLVER: 0.5, VERIFIER: 0.75, CORRECTOR: 0.7}
 

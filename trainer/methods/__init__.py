@@ -1,5 +1,5 @@
-"""The training methods, by name (``algorithm.method`` in a recipe): how episodes become rewarded samples and
-which advantages they get.
+"""The training methods, by name (``algorithm.method`` in a recipe, ``trainer.registry.METHODS``): how
+episodes become rewarded samples and which advantages they get.
 
 * ``grpo`` -- plain GRPO on the episode's outcome reward (any system);
 * ``marsrl`` -- MarsRL's agent-specific rewards for the V-C system, over ordinary or grouped agentic rollouts
@@ -11,18 +11,14 @@ which advantages they get.
 
 from __future__ import annotations
 
-from judges import named
-from trainer.methods import grpo, mars, marsrl, mask, matpo
+from trainer import registry
 from trainer.methods.base import GroupNorm, Method, concatenate, group_advantages
-
-METHODS: dict[str, Method] = {
-    module.METHOD.name: module.METHOD for module in (grpo, marsrl, mars, matpo, mask)
-}
 
 
 def get_method(name: str) -> Method:
-    """The method registered as ``name``; an unknown name raises a ValueError listing the known ones."""
-    return named.lookup(METHODS, name, "algorithm.method")
+    """The method registered as ``name`` (``trainer.registry.METHODS``); an unknown name raises a ValueError
+    listing the known ones."""
+    return registry.entry(registry.METHODS, name, "algorithm.method").load()
 
 
-__all__ = ["METHODS", "GroupNorm", "Method", "concatenate", "get_method", "group_advantages"]
+__all__ = ["GroupNorm", "Method", "concatenate", "get_method", "group_advantages"]

@@ -1,11 +1,12 @@
 """What a training method is, and the sample plumbing every method shares.
 
 A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
-estimator (``trainer.estimators``) the recipe must choose for it (``estimator``), and -- when its advantages are not
-the estimator's plain GRPO over ``group_key`` -- how it assigns them itself (``advantages``, run per question after every reward is known to be
-finite; it may also change the set of rows, as MARS's balanced sampling does). A method may also sample a
-question's episodes itself (``rollout``: MarsRL's grouped agentic rollouts branch inside the V-C system) instead
-of the engine's ``rollout.group_size`` independent runs of the task's system.
+estimator (``trainer.algorithms.estimators``) the recipe must choose for it (``estimator``), and -- when its
+advantages are not the estimator's plain GRPO over ``group_key`` -- how it assigns them itself
+(``advantages``, run per question after every reward is known to be finite; it may also change the set of
+rows, as MARS's balanced sampling does). A method may also sample a question's episodes itself (``rollout``:
+MarsRL's grouped agentic rollouts branch inside the V-C system) instead of the engine's ``rollout.group_size``
+independent runs of the task's system.
 
 Sample ``parent`` indices are local to the list a method returns; ``concatenate`` offsets them when the engine joins
 the questions of a step.
@@ -22,9 +23,9 @@ from typing import Any
 from torch import Tensor
 
 from harness.systems.types import Chat, Episode, ModelCall
-from trainer.advantages import grpo
+from trainer.algorithms.advantages import grpo
 from trainer.config import AlgorithmConfig, TrainConfig
-from trainer.samples import Sample, sample_from_call
+from trainer.rollouts.samples import Sample, sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
 """``rewarded_samples(item, episodes, task, tokenizer) -> samples`` for one question and its group of episodes."""
@@ -46,7 +47,7 @@ class GroupNorm:
 
 def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:
     """``(len(samples),)`` GRPO advantages of the rows' rewards, normalised within each ``group_key`` under
-    ``norm`` (``trainer.advantages.grpo``)."""
+    ``norm`` (``trainer.algorithms.advantages.grpo``)."""
     return grpo(
         [s.reward for s in samples],
         [s.group_key for s in samples],

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.systems.types import Episode
 from trainer.methods.base import Method, concatenate, question_id
-from trainer.samples import Sample, samples_from_episode
+from trainer.rollouts.samples import Sample, samples_from_episode
 
 
 def rewarded_samples(

@@ -8,8 +8,8 @@
 * Advantages (eq. 5): normalised within the question's G System-2 samples and, separately, within its M System-1
   samples (group keys ``<question>/system2`` and ``<question>/system1``).
 * Balanced sampling (§3.2.2): AFTER the advantages, the System-1 samples are randomly down-sampled (M > G) or
-  duplicated (M < G) to exactly G (``trainer.advantages.resample_to``). A question whose G trajectories made no
-  System-1 call has no System-1 rows to draw from and trains System 2 alone.
+  duplicated (M < G) to exactly G (``trainer.algorithms.advantages.resample_to``). A question whose G
+  trajectories made no System-1 call has no System-1 rows to draw from and trains System 2 alone.
 * Objective (eq. 6-7): L = L_sys2 + L_sys1, both GRPO on the same batch (the recipe's loss settings; eq. 9 is the
   per-sequence token mean, ``seq-mean-token-mean``).
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.systems.mars import SYSTEM1, SYSTEM2
 from harness.systems.types import Episode
-from trainer.advantages import resample_to
+from trainer.algorithms.advantages import resample_to
 from trainer.methods.base import (
     GroupNorm,
     Method,
@@ -30,7 +30,7 @@ from trainer.methods.base import (
     lead_then_helpers,
     role_group,
 )
-from trainer.samples import Sample, samples_from_episode
+from trainer.rollouts.samples import Sample, samples_from_episode
 
 
 def trajectory_samples(item: dict[str, Any], episode: Episode, reward: float, tokenizer: Any) -> list[Sample]:

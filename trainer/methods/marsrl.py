@@ -19,10 +19,10 @@ tree -- ``group_size`` Solver samples, then each later agent samples ``group_siz
 the previous agent chosen by the ``random`` / ``balanced`` / ``adaptive`` strategy -- grouped per (question, agent,
 shared input): ``<question>/solver`` and ``<question>/<agent>/<input call id>``.
 
-Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``): ``trainer.pipelined``
-trains each (question, agent) group as soon as every chain of the question is past that agent (``AGENT_RANK``,
-``next_agent``), while the next agents and questions keep decoding; without them every agent's samples enter the
-same step's update once the question's rollout ends.
+Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``):
+``trainer.rollouts.pipelined`` trains each (question, agent) group as soon as every chain of the question is
+past that agent (``AGENT_RANK``, ``next_agent``), while the next agents and questions keep decoding; without
+them every agent's samples enter the same step's update once the question's rollout ends.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from harness.systems.outcomes import VerifierOutcome
 from harness.systems.types import Chat, Episode, ModelCall
 from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
 from judges import cores
+from trainer.algorithms.rewards import gold_text
 from trainer.config import TrainConfig
 from trainer.methods.base import (
     GroupRollout,
@@ -45,8 +46,7 @@ from trainer.methods.base import (
     train_final_reply_only,
 )
 from trainer.methods.marsrl_rollout import GROUPED_OPTIONS, GroupedRolloutOutcome, grouped_rollout
-from trainer.rewards import gold_text
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 POSITIVE, NEGATIVE = 1.0, -1.0
 

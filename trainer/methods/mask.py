@@ -31,7 +31,7 @@ from harness.systems.types import Episode, ModelCall
 from judges.lexical import score
 from trainer.config import TrainConfig
 from trainer.methods.base import Method, Ratio, RewardedSamples, call_samples, concatenate, question_id
-from trainer.samples import Sample
+from trainer.rollouts.samples import Sample
 
 END_REWARD = 0.0
 """Algorithm 1, line 16: the Search agent's ``<end>`` transition."""

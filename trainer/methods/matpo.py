@@ -11,7 +11,7 @@ planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
   each worker rollout (its tool loop and final summary) is one sample whose ``parent`` is its planner's row.
 * Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)):
   GRPO over the question's G planner rewards; each worker row gets its planner's SCALAR advantage on its OWN loss
-  mask (``trainer.advantages.broadcast``) -- not a copy of the planner's token tensor.
+  mask (``trainer.algorithms.advantages.broadcast``) -- not a copy of the planner's token tensor.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from torch.nn.utils.rnn import pad_sequence
 from harness.prompts.sets import prompt_set
 from harness.systems.matpo import PLANNER, WORKER
 from harness.systems.types import Episode
-from trainer.advantages import broadcast
+from trainer.algorithms.advantages import broadcast
 from trainer.methods.base import (
     GroupNorm,
     Method,
@@ -34,7 +34,7 @@ from trainer.methods.base import (
     question_id,
 )
 from trainer.methods.mcp_format import format_reward
-from trainer.samples import Sample, samples_from_episode
+from trainer.rollouts.samples import Sample, samples_from_episode
 
 ACC_WEIGHT, FMT_WEIGHT = 0.9, 0.1
 """reward = 0.9 * acc + 0.1 * fmt (experimental setup)."""

@@ -8,9 +8,9 @@
   (``harness.systems.sample_question`` and ``sample_options``: the question in the benchmark's user template,
   FlashRAG's ``Question: {question}`` for the QA sets, and the answer-format instruction as ``system_prompt`` for
   systems that take one).
-* The reward is the judge's own code (``trainer.rewards``): a rule judge's pure core, or an LLM judge asked
-  through the judge's prompt and parser, judged as each episode ends (``grade``); an unscored judgement drops
-  the episode from its group.
+* The reward is the judge's own code (``trainer.algorithms.rewards``): a rule judge's pure core, or an LLM
+  judge asked through the judge's prompt and parser, judged as each episode ends (``grade``); an unscored
+  judgement drops the episode from its group.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from inspect_ai.scorer import Target
 from harness.datasets import load_benchmark
 from harness.systems import get_system, sample_options, sample_question
 from harness.systems.types import Episode
-from trainer.rewards import (
+from trainer.algorithms.rewards import (
     LLM_JUDGES,
     RULE_JUDGES,
     LLMJudgeReward,

@@ -45,7 +45,8 @@ class ToyTask:
     heldout: list[dict[str, Any]] = field(default_factory=list)
     """The held-out split: questions whose sums no training question has."""
     scripted_skills: dict[str, float] = field(default_factory=dict)
-    """Roles the demonstration policy plays in every rollout (``trainer.scripted_roles``), with its skill."""
+    """Roles the demonstration policy plays in every rollout (``trainer.rollouts.scripted_roles``), with its
+    skill."""
 
     def reward(self, item: dict[str, Any], episode: Episode) -> float:
         return reply_reward(episode.final_answer or "", item["answer"])

@@ -1,0 +1,1 @@
+"""The models and their update: loading, packing, log-probabilities, the optimizer step, parallelism."""

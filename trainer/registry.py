@@ -1,0 +1,54 @@
+"""The names a recipe picks its parts by -- ``algorithm.method``, ``algorithm.advantage``,
+``algorithm.policy_loss`` -- and where each part lives, readable without importing the parts (torch): loading
+a recipe checks its names here (an unknown one is one line listing the known names), the trainer imports a
+part when it runs. Adding a method, an estimator or a loss is writing it and adding its line here; a plug-in
+may add its own entry at run time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from judges import named
+
+
+@dataclass(frozen=True)
+class Named:
+    """A registered part: ``module:attribute`` (imported on first use) or the part itself."""
+
+    target: str | Any
+    needs_critic: bool = False
+    """For an advantage estimator: the run loads a critic for it (its values are the estimator's input)."""
+
+    def load(self) -> Any:
+        if not isinstance(self.target, str):
+            return self.target
+        module, attribute = self.target.split(":")
+        return getattr(import_module(module), attribute)
+
+
+METHODS: dict[str, Named] = {
+    "grpo": Named("trainer.methods.grpo:METHOD"),
+    "marsrl": Named("trainer.methods.marsrl:METHOD"),
+    "mars": Named("trainer.methods.mars:METHOD"),
+    "matpo": Named("trainer.methods.matpo:METHOD"),
+    "mask": Named("trainer.methods.mask:METHOD"),
+}
+"""The training methods (``trainer.methods``)."""
+
+ADVANTAGE_ESTIMATORS: dict[str, Named] = {
+    "grpo": Named("trainer.algorithms.estimators:grpo_advantages"),
+    "gae": Named("trainer.algorithms.estimators:gae_advantages", needs_critic=True),
+}
+"""The advantage estimators (``trainer.algorithms.estimators``)."""
+
+POLICY_LOSSES: dict[str, Named] = {"ppo": Named("trainer.algorithms.losses:policy_loss")}
+"""``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO
+and M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.algorithms.losses``)."""
+
+
+def entry(registry: dict[str, Named], name: str, kind: str) -> Named:
+    """``registry[name]``; an unknown name raises ``judges.named``'s ValueError naming ``kind`` and the known
+    names."""
+    return named.lookup(registry, name, kind)

@@ -1,0 +1,133 @@
+"""Where a training step's samples come from: a ``SampleSource`` hands ``Trainer.train_step`` a ``Batch`` of
+rewarded samples, and the step (one for every source) turns them into advantages, an update and the step's
+metrics.
+
+* ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with
+  the current policy (``trainer.rollouts.rollout``), then the method rewards them
+  (``trainer.algorithms.scoring``), and the policy that sampled scores the rows' generated tokens against the
+  engine's logprobs (``trainer.rollouts.parity``).
+* ``trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside
+  the learner, whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from harness.systems.types import Episode
+from harness.toolcache.counts import counting
+from trainer.algorithms.scoring import rewarded_groups
+from trainer.config import TrainConfig
+from trainer.learner.distributed import Distributed
+from trainer.methods import concatenate
+from trainer.methods.base import Method
+from trainer.rollouts import parity
+from trainer.rollouts.frozen_roles import RoutedChat
+from trainer.rollouts.rollout import PromptOrder, Rollout, seed_step
+from trainer.rollouts.samples import Sample
+
+
+@dataclass
+class Batch:
+    """One step's rewarded samples and the episodes they were made from."""
+
+    items: list[dict[str, Any]]
+    """The questions whose episodes ended in this batch."""
+    episodes: list[list[Episode]]
+    """Each question's episodes (its judge's scored ones)."""
+    unscored: list[int]
+    """Each question's episodes its judge left unscored (dropped)."""
+    groups: list[list[Sample]]
+    """The rewarded samples, one list per group the method's advantages see (a question, or a pipelined
+    unit)."""
+    started: float
+    """``time.perf_counter()`` when the source began the batch: the step's time counts from here."""
+    ready: float
+    """When the source's own time ended (the step's ``time_update`` counts from here)."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """The source's own metrics (rollout and scoring times, tool-cache counts, parity, waits)."""
+    behaviour: bool = False
+    """The samples' ``old_logprobs`` are the sampler's own, the importance ratios' denominators."""
+    staleness_bound: int | None = None
+    """The most steps a sample's weights may lag the learner's (``policy_version``); ``None``: on-policy."""
+    per_question: bool = True
+    """``groups[i]`` are ``items[i]``'s rows, so the step writes them to ``<run>/rollouts/``."""
+
+
+class SampleSource(Protocol):
+    """What ``Trainer.train_step`` takes its samples from."""
+
+    def next_batch(self, version: int) -> Batch:
+        """The samples to train the policy of version ``version`` (the step number) on."""
+        ...
+
+    def updated(self, version: int) -> None:
+        """The policy's weights of ``version`` are ready (the step's update is done)."""
+        ...
+
+    def close(self) -> None:
+        """Stop whatever the source runs beside the learner."""
+        ...
+
+
+class RolloutSource:
+    """The synchronous rollout: every step samples its own questions with the current policy, then rewards
+    them."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        rollout: Rollout,
+        method: Method,
+        policy: torch.nn.Module,
+        prompts: PromptOrder,
+        dist: Distributed,
+    ):
+        self.config, self.rollout, self.method = config, rollout, method
+        self.policy, self.prompts, self.dist = policy, prompts, dist
+        self.roles = list(rollout.system.roles)
+
+    def next_batch(self, version: int) -> Batch:
+        """Sampling is reseeded from ``(seed, version, rank)`` first, so a resumed run draws exactly what an
+        uninterrupted one would."""
+        seed_step(self.config.seed, version, self.dist.rank)
+        started = time.perf_counter()
+        task = self.rollout.task
+        indices = self.prompts.take(self.config.rollout.prompts_per_step)
+        items = [task.items[i] for i in self.dist.shard(indices)]
+        self.policy.eval()
+        with self.dist.gathered(self.policy):
+            synced = self.rollout.sync(self.policy)
+            with counting() as cache_counts:
+                episodes, unscored = asyncio.run(self.episodes(items))
+        rolled = time.perf_counter()
+        groups = rewarded_groups(self.method, task, self.rollout.tokenizer, items, episodes)
+        scored = time.perf_counter()
+        metrics = {"time_rollout": rolled - started, "time_scoring": scored - rolled}
+        if isinstance(self.rollout.chat, RoutedChat):
+            metrics.update(self.rollout.chat.take_served())
+        if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
+            metrics.update(cache_counts.as_metrics())
+        config = self.config
+        rewarded = concatenate(groups)
+        metrics.update(
+            parity.measure(
+                self.policy, rewarded, self.roles, config.rollout, config.optim, self.dist, version, synced
+            )
+        )
+        return Batch(items, episodes, unscored, groups, started=started, ready=scored, metrics=metrics)
+
+    async def episodes(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:
+        """The step's episodes per question and the unscored counts (``Rollout.groups``; tests script it)."""
+        return await self.rollout.groups(items)
+
+    def updated(self, version: int) -> None:
+        """Nothing to do: the next batch samples with the policy itself."""
+
+    def close(self) -> None:
+        """Nothing runs beside the learner."""

@@ -169,8 +169,9 @@ def configured(**switches):
     return get_method("mask").configured(TrainConfig(algorithm=algorithm))
 
 
-def test_the_format_penalty_adds_minus_one_to_each_malformed_call_as_the_released_code(tiny_tokenizer):
-    malformed = run(
+def malformed_episode():
+    """An M-ASK run whose scripted replies break the released code's format in several roles."""
+    return run(
         "mask",
         ITEM["question"],
         {role: list(replies) for role, replies in MALFORMED.items()},
@@ -178,6 +179,10 @@ def test_the_format_penalty_adds_minus_one_to_each_malformed_call_as_the_release
         max_iterations=3,
         answer_every_turn=True,
     )
+
+
+def test_the_format_penalty_adds_minus_one_to_each_malformed_call_as_the_released_code(tiny_tokenizer):
+    malformed = malformed_episode()
     penalised = configured(format_penalty=True).rewarded_samples(ITEM, [malformed], None, tiny_tokenizer)
     earned = [s.reward for s in rewarded_samples(ITEM, [malformed], None, tiny_tokenizer)]
     legal = [call.meta["legal_format"] for call in malformed.calls]
@@ -211,14 +216,7 @@ def test_a_search_reply_with_neither_tag_ends_the_loop_and_earns_exactly_minus_o
 
 
 def test_without_the_penalty_the_rewards_are_todays_bit_for_bit(tiny_tokenizer):
-    malformed = run(
-        "mask",
-        ITEM["question"],
-        {role: list(replies) for role, replies in MALFORMED.items()},
-        tool_returning(retrieve="The capital of Arvena is Lomir."),
-        max_iterations=3,
-        answer_every_turn=True,
-    )
+    malformed = malformed_episode()
     off = configured()
     assert off.rewarded_samples is rewarded_samples  # the method is left as it was
     legal_run = episode(answer_every_turn=True)  # every call legal: the penalty changes nothing either
@@ -237,14 +235,7 @@ def test_without_the_penalty_the_rewards_are_todays_bit_for_bit(tiny_tokenizer):
 
 
 def test_the_step_reports_the_share_of_calls_outside_the_released_format():
-    malformed = run(
-        "mask",
-        ITEM["question"],
-        {role: list(replies) for role, replies in MALFORMED.items()},
-        tool_returning(retrieve="The capital of Arvena is Lomir."),
-        max_iterations=3,
-        answer_every_turn=True,
-    )
+    malformed = malformed_episode()
     illegal, calls = METHOD.metrics([ITEM], [[malformed, episode(answer_every_turn=True)]])[
         "mask/illegal_format_frac"
     ]

@@ -20,17 +20,8 @@ from harness.systems.inspect_adapter import stored_episode
 from harness.testing import scripted_model
 from harness.tools import bwrap, call_cgroup
 from judges.scorers import math_scorer
+from tests.tools.test_python_tool_failures import DEEP_TREE
 
-DEEP_TREE = """
-import os
-here = os.open('.', os.O_RDONLY)
-for _ in range(3000):
-    os.mkdir('d', dir_fd=here)
-    below = os.open('d', os.O_RDONLY, dir_fd=here)
-    os.close(here)
-    here = below
-print('built')
-"""
 FORKS = """
 import os, time
 for started in range(600):

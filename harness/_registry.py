@@ -18,4 +18,4 @@ from harness import (
 )
 from harness.providers import local_provider  # noqa: F401  (registers the `local/` model provider)
 from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
-from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)

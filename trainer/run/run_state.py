@@ -4,12 +4,13 @@ atomically)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
+from harness.packaged_models import read_origin, write_origin
 from trainer.config import TrainConfig, to_dict
 from trainer.learner.distributed import Distributed
 from trainer.learner.models import Models
@@ -58,9 +59,13 @@ def save_step(run: RunState, run_dir: Path, step: int) -> None:
 
 
 def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> None:
-    """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads)."""
+    """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads), and the base
+    model's origin (a packaged model's source and quantisation) marked as trained in this run."""
     models.policy.save_pretrained(directory, state_dict=model_state)
     models.tokenizer.save_pretrained(directory)
+    origin = read_origin(models.path)
+    if origin is not None:
+        write_origin(directory, replace(origin, derived_from=str(directory.parents[1].absolute())))
 
 
 def resume_latest(run: RunState, run_dir: Path) -> int | None:

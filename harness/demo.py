@@ -112,12 +112,15 @@ def main(argv: list[str]) -> int:
 
     import inspect_ai
 
-    from harness.evaluation import benchmark_task
-
     model, meaning = _model(args.model)
-    tasks = [benchmark_task(name, data="samples", protocol="quick") for name in DEMO_TASKS]
+    # by registry name, so each task is made with the model active and its log records what local/ resolved to
     logs = inspect_ai.eval(
-        tasks, model=f"local/{model}", log_dir=args.log_dir, max_tokens=args.max_tokens, display="plain"
+        [f"mara_bench/{name}" for name in DEMO_TASKS],
+        task_args={"data": "samples", "protocol": "quick"},
+        model=f"local/{model}",
+        log_dir=args.log_dir,
+        max_tokens=args.max_tokens,
+        display="plain",
     )
     print("\nscores:")
     for log in logs:

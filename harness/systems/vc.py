@@ -65,8 +65,8 @@ RELEASED_FIELD = "**Correctness**"
 """The literal the released code cuts a report at for its bug report (``extract_detailed_solution``)."""
 
 BugReport = Literal["findings", "released"]
-"""What the Corrector receives: ``findings``, the report up to its verdict field (``verdict_field``; ours, the default, what
-the paper describes: the Verifier's findings); ``released``, the released code's cut, the text before the literal
+"""What the Corrector receives: ``findings``, the report up to its verdict field (``verdict_field``; ours, the
+default, what the paper describes: the Verifier's findings); ``released``, the released code's cut, the text before the literal
 ``**Correctness**`` and nothing when the report lacks it (its own format writes ``**Correctness:** Wrong``, so the
 released Corrector mostly receives an empty bug report)."""
 

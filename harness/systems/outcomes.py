@@ -168,9 +168,9 @@ class UpdateOutcome(Outcome):
     """An M-ASK Update call."""
 
     operation: str
-    """``update``, ``add`` or ``invalid`` (named no existing step; applied as an add)."""
+    """``update``, ``add`` or ``invalid`` (a reply outside the released strict format; applied as an add)."""
     step: int | None
-    """The 1-based trajectory step replaced; ``None`` for an add."""
+    """The number of the trajectory step replaced (its key ``t<number>``); ``None`` for an add."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ def test_mcnemar_counts_only_discordant_pairs():
     assert result.ci_low < result.delta < result.ci_high
 
 
-@pytest.mark.parametrize(("lost", "gained", "n"), [(3, 1, 6), (0, 1, 2), (12, 4, 40), (30, 45, 500), (5, 0, 5)])
+@pytest.mark.parametrize(
+    ("lost", "gained", "n"), [(3, 1, 6), (0, 1, 2), (12, 4, 40), (30, 45, 500), (5, 0, 5)]
+)
 def test_the_paired_ci_is_the_textbook_wald_interval_for_paired_proportions(lost, gained, n):
     # Agresti, Categorical Data Analysis (3rd ed.) 11.1.1: (c - b)/n +- z sqrt((b + c)/n - ((c - b)/n)^2) / sqrt(n)
     baseline = np.array([1] * lost + [0] * gained + [1] * (n - lost - gained))

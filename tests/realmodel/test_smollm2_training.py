@@ -30,12 +30,20 @@ def smollm2_step_config(recipe: str):
         "max_tokens": 12,
         "parity": "fail",
     }
-    return replace(config, "smollm2 test", **{key: data[key] for key in ("model", "warmup", "eval", "rollout")})
+    return replace(
+        config, "smollm2 test", **{key: data[key] for key in ("model", "warmup", "eval", "rollout")}
+    )
 
 
 @pytest.mark.parametrize(
     "recipe",
-    ["marsrl-verifier-smollm2.yaml", "matpo-learn.yaml", "mask-tiny.yaml", "mars-learn.yaml", "grpo-toy.yaml"],
+    [
+        "marsrl-verifier-smollm2.yaml",
+        "matpo-smollm2.yaml",
+        "mask-smollm2.yaml",
+        "mars-smollm2.yaml",
+        "grpo-toy.yaml",
+    ],
 )
 def test_one_rl_step_on_smollm2_with_parity_in_bounds(smollm2, tmp_path, recipe):
     config = smollm2_step_config(recipe)

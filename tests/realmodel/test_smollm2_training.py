@@ -21,7 +21,7 @@ def smollm2_step_config(recipe: str):
     config = load_config(RECIPES / recipe)
     data = to_dict(config)
     data["model"] = {**data["model"], "path": "smollm2-135m"}
-    data["warmup"] = {**data["warmup"], "steps": 0}
+    data["warmup"] = {"steps": 0}
     data["eval"] = {**data["eval"], "every": 0}
     data["rollout"] = {
         **data["rollout"],

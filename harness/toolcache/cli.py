@@ -16,6 +16,7 @@ import sys
 
 from harness.invocation import user_path
 from harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
+from harness.toolcache.keys import SAFE_NAME
 from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
 from harness.tools.settings import ToolSettings
 
@@ -41,8 +42,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _line(snapshot: Snapshot) -> str:
-    state = f"frozen  {snapshot.digest}" if snapshot.frozen else "open"
-    return f"{snapshot.name}  {snapshot.entries} responses  {state}"
+    """One snapshot, printable whatever a damaged index holds (a name outside the safe alphabet is escaped)."""
+    state = f"frozen  {ascii(snapshot.digest)[1:-1]}" if snapshot.frozen else "open"
+    name = snapshot.name if SAFE_NAME.fullmatch(snapshot.name) else ascii(snapshot.name)
+    return f"{name}  {snapshot.entries} responses  {state}"
 
 
 def main(argv: list[str]) -> int:

@@ -4,7 +4,8 @@ sample waits while one parses) nor runs without bound.
 ``read_in_worker(page, seconds=...)`` hands one fetched page to a worker (``python -m harness.tools.page_worker``,
 which has the extraction stack -- trafilatura, pypdf -- imported once and reads ``read_page`` requests from its
 stdin) and returns ``(title, text)``. A worker still reading after ``seconds`` is killed and the call is a
-``ToolError`` naming ``browse_extract_seconds``; so is a worker that dies. The event loop only waits: the page
+``TransientToolError`` naming ``browse_extract_seconds`` (never recorded by the tool cache); a worker that dies is a
+``ToolError``. The event loop only waits: the page
 goes out and the text comes back in a thread. Idle workers are kept for the next page (up to ``MAX_IDLE``), in
 any event loop; they exit when the harness does (their stdin closes).
 
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from harness.systems.types import ToolError
+from harness.systems.types import ToolError, TransientToolError
 
 MAX_IDLE = 4
 """Workers kept alive between pages (each holds the extraction stack, about 100 MB)."""
@@ -118,7 +119,7 @@ async def read_in_worker(page: Page, *, seconds: float) -> tuple[str, str]:
             reply = await asyncio.to_thread(worker.read, page)
     except TimeoutError:
         worker.kill()
-        raise ToolError(
+        raise TransientToolError(  # a loaded machine may read it in time tomorrow
             f"browse: reading {page.url} took over {seconds:g} s (browse_extract_seconds)"
         ) from None
     except (EOFError, OSError, ValueError):

@@ -2,7 +2,8 @@
 failures as ``ToolError``.
 
 Transient = a timeout, a connection error, or HTTP 429/500/502/503/504; those are retried with exponential
-back-off (tenacity) up to ``attempts`` tries. Other HTTP errors fail at once; a 401/403 hints at the API key
+back-off (tenacity) up to ``attempts`` tries, and when every try fails (or a backend's answer is not JSON) the error
+is a ``TransientToolError``, which the tool cache never records. Other HTTP errors fail at once; a 401/403 hints at the API key
 only for requests that carry one (``keyed``). Error messages name the service and the URL without its query
 string, so API keys never reach the agent or the logs.
 
@@ -29,7 +30,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from harness.systems.types import ToolError
+from harness.systems.types import ToolError, TransientToolError
 from harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
 from harness.tools.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
 
@@ -127,7 +128,7 @@ async def request(
                     if response.status_code in TRANSIENT_STATUS:
                         raise _TransientStatus(response)
     except TimeoutError:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: no complete answer from {_public_url(url)} within the deadline of "
             f"{settings.deadline:g} s (web_deadline)"
         ) from None
@@ -136,12 +137,16 @@ async def request(
     except _Unreadable as err:
         raise ToolError(f"{service}: cannot read the answer from {_public_url(err.url)}: {err}") from None
     except _TransientStatus as err:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: HTTP {err.response.status_code} from {_public_url(url)} after {settings.attempts} attempts"
         ) from None
     except httpx.TimeoutException:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: no answer from {_public_url(url)} within {settings.timeout:g} s ({settings.attempts} attempts)"
+        ) from None
+    except httpx.TransportError as err:
+        raise TransientToolError(
+            f"{service}: cannot reach {_public_url(url)} ({type(err).__name__}: {err})"
         ) from None
     except (httpx.HTTPError, httpx.InvalidURL) as err:
         raise ToolError(f"{service}: cannot reach {_public_url(url)} ({type(err).__name__}: {err})") from None
@@ -257,7 +262,7 @@ async def get_json(
     try:
         data = response.json()
     except ValueError:
-        raise ToolError(f"{service}: the answer from {_public_url(url)} is not JSON") from None
+        raise TransientToolError(f"{service}: the answer from {_public_url(url)} is not JSON") from None
     try:
         return shape.model_validate(data)
     except ValidationError as err:

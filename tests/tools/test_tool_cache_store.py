@@ -177,9 +177,9 @@ def test_eviction_drops_the_least_recently_used_open_entries_and_never_a_frozen_
     for index in range(6):
         store.record("open", f"key{index}", "search", {"i": index}, f"{index}".encode() * 700, "ok")
         if index >= 1:
-            assert store.lookup("open", "key1") is not None  # used again: the most recent use
+            assert store.entry("open", "key1") is not None  # used again: the most recent use
     assert store.total_bytes() <= 3000
-    assert store.lookup("kept", store.entries("kept")[0].key) is not None
+    assert store.get_blob(store.entries("kept")[0].blob) is not None
     left = {entry.key for entry in store.entries("open")}
     assert "key1" in left and "key0" not in left and "key5" in left
     blob_files = {path.stem for path in (tmp_path / "blobs").rglob("*.z")}

@@ -17,7 +17,7 @@ import sys
 from harness.invocation import user_path
 from harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
 from harness.toolcache.keys import SAFE_NAME
-from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
+from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store, safe_name
 from harness.tools.settings import ToolSettings
 
 
@@ -53,6 +53,8 @@ def main(argv: list[str]) -> int:
     location = ToolSettings(tool_store=args.store).tool_store_location()
     try:
         archive = read_archive(user_path(args.file)) if args.command == "import" else None
+        if archive is not None and args.rename is not None:
+            safe_name(location, args.rename)  # before the store is created
         store = open_store(location, create=archive is not None)
         print(_run(args, store, archive))
     except StoreError as err:

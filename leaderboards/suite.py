@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
+from harness.redaction import credential_problem
 from harness.typed_config import (
     ConfigError,
     ConfigProblem,
@@ -92,6 +93,16 @@ class Checkpoint:
     """``-M`` model arguments."""
     roles: dict[str, Name] = Field(default_factory=dict)
     """Model roles (``grader``, ``verifier``, …) bound to other Inspect model strings."""
+
+    @field_validator("model_args")
+    @classmethod
+    def _no_credentials(cls, model_args: dict[str, Any]) -> dict[str, Any]:
+        """Inspect records ``-M`` arguments (``base_url`` ...) in every eval log, so none may carry a credential."""
+        for name, value in model_args.items():
+            problem = credential_problem(value) if isinstance(value, str) else None
+            if problem:
+                raise ConfigProblem(name, problem)
+        return model_args
 
 
 @config_dataclass(frozen=True, error=SuiteError)
@@ -268,6 +279,15 @@ class ToolPin:
     """``-T tool_cache``: ``replay`` (the default) never touches the network."""
     store: StrictStr | None = None
     """``-T tool_store`` (default: ``MARA_TOOL_STORE``, else ``~/.cache/mara-bench/tool-store``)."""
+
+    @field_validator("store")
+    @classmethod
+    def _no_credentials(cls, store: str | None) -> str | None:
+        """Every run's log records ``-T tool_store``: the store's credentials go through ``MARA_TOOL_STORE``."""
+        problem = credential_problem(store) if store else None
+        if problem:
+            raise ConfigProblem("", problem)
+        return store
 
     def task_args(self) -> dict[str, str]:
         """The ``-T`` settings that pin the snapshot."""

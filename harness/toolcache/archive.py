@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from harness.toolcache.blobs import PIECE, BlobProblem, deflate, deflated_limit, inflate
-from harness.toolcache.keys import HASH, SAFE_NAME, recorded_request_problem
+from harness.toolcache.keys import HASH, check_hash, check_name, recorded_request_problem
 from harness.toolcache.store import (
     MAX_RESPONSE_BYTES,
     Entry,
@@ -54,8 +54,8 @@ MAX_ENTRY_BYTES = 2**20
 """Longest entry row (one JSON line) read."""
 WRITE_BATCH = 5000
 """Entries written to the store per transaction on import."""
-HexDigest = Annotated[str, Field(pattern=f"^{HASH.pattern}$")]
-SafeName = Annotated[str, Field(pattern=f"^{SAFE_NAME.pattern}$")]
+HexDigest = Annotated[str, AfterValidator(check_hash)]
+SafeName = Annotated[str, AfterValidator(check_name)]
 
 
 @config_dataclass(frozen=True, error=StoreError)
@@ -68,7 +68,9 @@ class ArchiveManifest:
     """The layout's version (2: manifest, entries.jsonl, blobs)."""
     snapshot: SafeName
     """The snapshot's name (letters, digits, ``.``, ``_``, ``-``)."""
-    id: Annotated[str, Field(pattern=f"^sha256:{HASH.pattern}$")]
+    id: Annotated[
+        str, AfterValidator(lambda value: "sha256:" + check_hash(value.removeprefix("sha256:"), "id"))
+    ]
     """The snapshot id: ``snapshot_digest`` of its entries' keys and blobs."""
     entries: Annotated[int, Field(ge=0)]
     """How many rows ``entries.jsonl`` holds."""

@@ -122,7 +122,7 @@ class ToolCache:
         snapshot = self.store.require_snapshot(self.snapshot)
         return {
             "mode": self.mode,
-            "store": self.store.location,
+            "store": self.store.location,  # redacted by the store
             "snapshot": self.snapshot,
             "snapshot_id": snapshot.digest,
             "frozen": snapshot.frozen,

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
+from harness.redaction import redact_text, redact_url
 from harness.toolcache.keys import canonical_json
 from harness.toolcache.store import (
     Entry,
@@ -36,12 +37,19 @@ class RemoteStore(ResponseStore):
     def __init__(self, url: str, *, create: bool):
         import fsspec
 
-        self.location = url.rstrip("/")
-        self.fs, self.root = fsspec.core.url_to_fs(self.location)
+        self.location = redact_url(url.rstrip("/"))
+        try:
+            self.fs, self.root = fsspec.core.url_to_fs(url.rstrip("/"))
+        except (ImportError, ValueError) as err:
+            problem = redact_text(str(err)).splitlines()[0] if str(err) else type(err).__name__
+            raise StoreError(
+                f"tool store {self.location}: cannot open it ({problem}); install the fsspec package for its "
+                "scheme, or give a folder"
+            ) from None
         if not create and not self.fs.exists(f"{self.root}/snapshots"):
             raise StoreError(
-                f"tool store {url}: not found (no snapshots/ there); record one with -T tool_cache=record "
-                f"-T tool_store={url}"
+                f"tool store {self.location}: not found (no snapshots/ there); record one with -T tool_cache=record "
+                f"-T tool_store={self.location}"
             )
 
     def _path(self, path: str) -> str:

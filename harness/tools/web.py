@@ -30,6 +30,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from harness.redaction import redact_url
 from harness.systems.types import ToolError, TransientToolError
 from harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
 from harness.tools.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
@@ -87,7 +88,8 @@ class _TransientStatus(Exception):
 
 
 def _public_url(url: str) -> str:
-    return url.split("#", 1)[0].split("?", 1)[0]
+    """``url`` as error messages show it: no query, no fragment, no credentials."""
+    return redact_url(url.split("#", 1)[0].split("?", 1)[0])
 
 
 async def request(

@@ -215,6 +215,9 @@ class RoleMatrix:
     """The protocol (the task function's own default when unset)."""
     model: Name | None = None
     """The evaluated model, serving any role the matrix does not bind (default: the first role's baseline)."""
+    checkpoint: Name | None = None
+    """The suite checkpoint whose other roles (the ``grader`` of an LLM judge, ...) every combination binds as that
+    checkpoint's own runs do (default: the first checkpoint)."""
 
     @field_validator("roles")
     @classmethod
@@ -261,9 +264,10 @@ class RoleMatrix:
         """The combination's checkpoint name in tables: ``planner=trained, worker=base``."""
         return ", ".join(f"{role}={variant}" for role, variant in combination.items())
 
-    def checkpoint(self, combination: dict[str, str]) -> Checkpoint:
-        """The combination as a checkpoint: each role bound to its variant's model."""
-        roles = {role: self.roles[role][variant] for role, variant in combination.items()}
+    def bound(self, combination: dict[str, str], kept: Checkpoint) -> Checkpoint:
+        """The combination as a checkpoint: each role bound to its variant's model, every other role of ``kept``
+        (the suite checkpoint named by ``checkpoint``) bound as ``kept`` binds it."""
+        roles = {**kept.roles, **{role: self.roles[role][variant] for role, variant in combination.items()}}
         first_role = next(iter(self.roles))
         model = self.model or self.roles[first_role][self.baseline()[first_role]]
         return Checkpoint(name=self.label(combination), model=model, roles=roles)
@@ -361,6 +365,8 @@ class Suite:
                 _declared(getattr(pair, key), checkpoints, f"comparisons[{i}].{key}", "checkpoint")
         if self.role_matrix is not None:
             _declared(self.role_matrix.task, tasks, "role_matrix.task", "task")
+            if self.role_matrix.checkpoint is not None:
+                _declared(self.role_matrix.checkpoint, checkpoints, "role_matrix.checkpoint", "checkpoint")
         if self.cross_solver is not None:
             for name in self.cross_solver.checkpoints:
                 _declared(name, checkpoints, "cross_solver.checkpoints", "checkpoint")

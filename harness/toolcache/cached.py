@@ -14,6 +14,10 @@ only within what the recording settings let the tool return.
 - ``replay-or-record``: answered from the snapshot when recorded, else run and recorded (fills gaps; a transient
   failure is tried live again next time).
 
+A snapshot frozen while a run records into it (``mara tools freeze`` from another shell) stays as frozen: the run
+records the rest into ``NAME.after-<id>``, warns once, and keeps replaying the frozen entries -- never a stream of
+tool errors.
+
 Counts (hit, miss, record, live = calls that ran the real tool, error = transient failures not recorded) are kept
 per toolbox and, inside ``counting()``, per sample: the system solver puts them on the sample's ``accounting``
 score.
@@ -22,16 +26,19 @@ score.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from typing import Any, Literal
 
 from harness.systems.types import ToolError, ToolFunction, TransientToolError
 from harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
 from harness.toolcache.keys import canonical_json, request_key, request_of
-from harness.toolcache.store import ResponseStore, StoreError, open_store
+from harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError, open_store
 from harness.toolcache.variants import response_limit
 from harness.tools.output import ToolText
 
 Mode = Literal["off", "record", "replay", "replay-or-record"]
+logger = logging.getLogger(__name__)
 
 
 def encode_response(output: str | None, error: str | None) -> bytes:
@@ -65,6 +72,9 @@ class ToolCache:
     def __init__(self, store: ResponseStore, snapshot: str, mode: Mode):
         self.store, self.snapshot, self.mode = store, snapshot, mode
         self.counts = CacheCounts()
+        self.frozen_under_us: list[str] = []
+        """Snapshots frozen while this run recorded into them, newest first (read after ``snapshot``)."""
+        self._switching = threading.Lock()
 
     def _count(self, outcome: str) -> None:
         self.counts.add(outcome)
@@ -107,15 +117,43 @@ class ToolCache:
 
     def _recorded(self, key: str, request: dict[str, Any]) -> bytes | None:
         """The recorded response to ``request``: only from an entry that holds this very request, and only
-        within what the recording settings let the tool return (decompression stops past that)."""
-        entry = self.store.entry(self.snapshot, key)
-        if entry is None or canonical_json(entry.request) != canonical_json(request):
-            return None
-        return self.store.get_blob(entry.blob, response_limit(request))
+        within what the recording settings let the tool return (decompression stops past that). After a
+        freeze mid-run, the continuation snapshot is read first, then the frozen ones."""
+        for snapshot in (self.snapshot, *self.frozen_under_us):
+            entry = self.store.entry(snapshot, key)
+            if entry is not None and canonical_json(entry.request) == canonical_json(request):
+                return self.store.get_blob(entry.blob, response_limit(request))
+        return None
 
     def _store(self, name: str, key: str, request: dict[str, Any], data: bytes, status: str) -> None:
-        self.store.record(self.snapshot, key, name, request, data, status)
+        try:
+            self.store.record(self.snapshot, key, name, request, data, status)
+        except SnapshotFrozen:
+            with self._switching:
+                if self.store.require_snapshot(self.snapshot).frozen:
+                    self._continue_after_freeze()
+            self.store.record(self.snapshot, key, name, request, data, status)
         self._count("record")
+
+    def _continue_after_freeze(self) -> None:
+        """The snapshot was frozen while this run recorded into it: record the rest into a new snapshot named
+        after it and its id (``NAME.after-<id>``), say so once, and keep reading the frozen one."""
+        frozen = self.store.require_snapshot(self.snapshot)
+        continuation = f"{frozen.name[:100]}.after-{frozen.digest.removeprefix('sha256:')[:12]}"
+        while self.store.ensure_snapshot(continuation).frozen:
+            continuation = (
+                f"{continuation[:100]}.after-{self.store.require_snapshot(continuation).digest[7:19]}"
+            )
+        self.frozen_under_us.insert(0, self.snapshot)
+        self.snapshot = continuation
+        logger.warning(
+            "tool cache: snapshot %r of %s was frozen while this run recorded into it (id %s); the run records "
+            "the rest into snapshot %r and still replays the frozen one",
+            frozen.name,
+            self.store.location,
+            frozen.digest,
+            continuation,
+        )
 
     def summary(self) -> dict[str, Any]:
         """What an eval log records about the cache: mode, store, snapshot and its id (frozen snapshots)."""

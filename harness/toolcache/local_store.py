@@ -24,6 +24,7 @@ from harness.toolcache.store import (
     Entry,
     ResponseStore,
     Snapshot,
+    SnapshotFrozen,
     StoreError,
     safe_name,
     snapshot_digest,
@@ -171,9 +172,7 @@ class LocalStore(ResponseStore):
         with self._writing() as db:
             frozen = db.execute("SELECT frozen_at FROM snapshots WHERE name = ?", (snapshot,)).fetchone()
             if frozen and frozen[0] is not None:
-                raise StoreError(
-                    f"tool store {self.root}: snapshot {snapshot!r} is frozen; record into a new one"
-                )
+                raise SnapshotFrozen(self.location, snapshot)
             db.execute(
                 "INSERT OR IGNORE INTO snapshots(name, created_at) VALUES (?, ?)", (snapshot, time.time())
             )

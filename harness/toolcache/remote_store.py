@@ -21,6 +21,7 @@ from harness.toolcache.store import (
     Entry,
     ResponseStore,
     Snapshot,
+    SnapshotFrozen,
     StoreError,
     safe_hash,
     safe_name,
@@ -133,9 +134,7 @@ class RemoteStore(ResponseStore):
 
     def put_entries(self, snapshot: str, entries: list[tuple[Entry, int]]) -> None:
         if self.ensure_snapshot(snapshot).frozen:
-            raise StoreError(
-                f"tool store {self.location}: snapshot {snapshot!r} is frozen; record into a new one"
-            )
+            raise SnapshotFrozen(self.location, snapshot)
         for entry, _ in entries:
             key = safe_hash(self.location, entry.key, "entry key")
             self._write_atomic(f"index/{snapshot}/{key}.json", canonical_json(asdict(entry)).encode())

@@ -39,6 +39,13 @@ class StoreError(ToolConfigError):
     """A tool store that cannot be used as asked (missing, corrupt, unknown or frozen snapshot)."""
 
 
+class SnapshotFrozen(StoreError):
+    """A write into a snapshot that is frozen (perhaps frozen while a run was recording into it)."""
+
+    def __init__(self, location: str, snapshot: str):
+        super().__init__(f"tool store {location}: snapshot {snapshot!r} is frozen; record into a new one")
+
+
 @dataclass(frozen=True)
 class Entry:
     """One recorded response's index row."""

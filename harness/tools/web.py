@@ -16,7 +16,8 @@ Redirects are followed here, not by httpx. Headers the caller set (API keys such
 only to the origin (scheme, host, port) they were meant for, never to another one a redirect points at. With an
 ``AddressPolicy`` (browse, whose URLs the model chooses) each hop's host is also resolved and checked by the
 policy, and the request goes to the checked IP address (``Host`` header and TLS server name kept), so the name
-cannot resolve elsewhere at connect time.
+cannot resolve elsewhere at connect time. Search and scholar endpoints (``HttpSettings.redirects``) get the same
+check on every redirect to another origin: a refused one is named in the error.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class HttpSettings:
     """First wait between tries in seconds; doubles each retry (capped at 30 s)."""
     deadline: float = 120.0
     """Seconds the whole request may take: every attempt, wait, redirect and byte of the body."""
+    redirects: AddressPolicy | None = None
+    """Checks every redirect to another origin than the request's own (search and scholar endpoints: the operator
+    chose the endpoint, not where it sends us), as browse checks every hop."""
 
 
 class ResponseTooLarge(Exception):
@@ -126,7 +130,9 @@ async def request(
                         outgoing = client.build_request(
                             method, url, params=params, json=json, headers=headers
                         )
-                        response = await _follow(client, outgoing, dict(headers or {}), max_bytes, addresses)
+                        response = await _follow(
+                            client, outgoing, dict(headers or {}), max_bytes, addresses, settings.redirects
+                        )
                     if response.status_code in TRANSIENT_STATUS:
                         raise _TransientStatus(response)
     except TimeoutError:
@@ -170,16 +176,18 @@ async def _follow(
     caller_headers: dict[str, str],
     max_bytes: int,
     addresses: AddressPolicy | None,
+    redirects: AddressPolicy | None = None,
 ) -> httpx.Response:
     """Send ``outgoing`` and follow its redirects; ``caller_headers`` are sent again only to ``outgoing``'s
-    origin, and with ``addresses`` every hop is checked and sent to the checked IP address. The response
-    carries the last hop's real URL."""
+    origin, and with ``addresses`` every hop is checked and sent to the checked IP address (with ``redirects``,
+    every hop to another origin). The response carries the last hop's real URL."""
     origin = _origin(outgoing.url)
     hop, url = outgoing, outgoing.url
     for _ in range(MAX_REDIRECTS + 1):
         if url.scheme not in DEFAULT_PORTS:
             raise _Refused(url, "only http(s) URLs can be fetched")
-        sent = hop if addresses is None else await _pinned(client, hop, addresses)
+        policy = addresses or (redirects if _origin(url) != origin else None)
+        sent = hop if policy is None else await _pinned(client, hop, policy)
         response = await _read_bounded(client, sent, max_bytes, hop.url)
         location = response.headers.get("location")
         if response.status_code not in REDIRECT_STATUS or not location:

@@ -144,3 +144,27 @@ async def test_an_api_key_follows_a_redirect_on_the_same_host(web):
     web.route("/v2/serper", web.reply(body=SERPER_REPLY))
     assert "https://example.org/everest" in await toolbox(web, ["search"]).call("search", query="everest")
     assert web.hits("/v2/serper")[0].headers["X-API-KEY"] == KEY
+
+
+@pytest.mark.parametrize("status", [302, 307])
+async def test_a_search_endpoint_redirect_is_checked_like_a_browse_hop_and_named(web, status):
+    metadata = "http://169.254.169.254/latest/meta-data/"
+    web.route("/serper", web.reply(status, "", "text/plain", headers={"Location": metadata}))
+    search = toolbox(
+        web, ["search"], browse_allow_private=False
+    )  # the endpoint itself is the operator's choice
+    with pytest.raises(
+        ToolError, match=r"serper search: will not fetch http://169.254.169.254/latest/"
+    ) as caught:
+        await search.call("search", query="everest")
+    assert "API key" not in str(caught.value) and "metadata" in str(caught.value)
+
+
+async def test_a_scholar_endpoint_redirect_to_another_private_origin_is_refused(web, other_web):
+    web.route("/openalex", web.reply(302, "", "text/plain", headers={"Location": f"{other_web.url}/works"}))
+    scholar = toolbox(web, ["scholar"], openalex_url=f"{web.url}/openalex", browse_allow_private=False)
+    with pytest.raises(
+        ToolError, match=r"openalex scholar: will not fetch http://\S+/works: .*loopback"
+    ):
+        await scholar.call("scholar", query="everest")
+    assert not other_web.requests

@@ -194,6 +194,9 @@ def _open_cache(settings: ToolSettings) -> ToolCache:
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:
     from harness.tools.browse import browse
+    from harness.tools.page_worker import warm_up
+
+    warm_up()  # page readers start now, not in the first call's extract deadline
 
     return functools.partial(
         browse,

@@ -15,13 +15,15 @@ from harness.cli import main as mara
 from harness.datasets.loader import load_benchmark
 from tests.leaderboards.role_key import KEY_VARIABLE
 from tests.leaderboards.test_lb_role_matrix import ROLES
+from tests.leaderboards.test_lb_role_matrix import N as KEYED
 
 GRADER = "verdictkey/accept=e"
 N = 4
 
 
 def test_a_role_matrix_on_an_llm_judged_task_binds_the_grader_and_renders(tmp_path, data_dir, monkeypatch):
-    samples = load_benchmark("bamboogle", limit=N).dataset
+    # the key of every question the other role-matrix test asks: Inspect keeps the scripted models between tests
+    samples = load_benchmark("bamboogle", limit=KEYED).dataset
     key = {str(s.input): {"gold": s.target[0], "i": i} for i, s in enumerate(samples)}
     (tmp_path / "key.json").write_text(json.dumps(key))
     monkeypatch.setenv(KEY_VARIABLE, str(tmp_path / "key.json"))

@@ -11,6 +11,7 @@ from typing import Any
 from torch import Tensor
 
 from harness.packaged_models import read_origin, write_origin
+from harness.redaction import redact_record
 from trainer.config import TrainConfig, to_dict
 from trainer.learner.distributed import Distributed
 from trainer.learner.models import Models
@@ -44,7 +45,7 @@ def state_dict(run: RunState) -> dict[str, Any]:
         "scheduler": update.scheduler.state_dict(),
         "prompts": run.prompts.state_dict(),
         "last_entropy": update.last_entropy,
-        "config": to_dict(run.config),
+        "config": redact_record(to_dict(run.config)),  # a record of the run: credentials hidden
     }
 
 

@@ -14,12 +14,19 @@ from trainer.run.engine import Trainer
 pytestmark = pytest.mark.realmodel
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
+TURN_CAPS = {"max_iterations", "max_turns", "worker_max_turns"}
 
 
 def smollm2_step_config(recipe: str):
-    """``recipe`` on SmolLM2, cut to one small step: no cold start, one question, two samples, short replies."""
+    """``recipe`` on SmolLM2, cut to one small step: no cold start, one question, two samples, short replies, one
+    turn or iteration of the system."""
     config = load_config(RECIPES / recipe)
     data = to_dict(config)
+    options = data["task"]["system_options"]
+    data["task"] = {
+        **data["task"],
+        "system_options": {**options, **dict.fromkeys(TURN_CAPS & set(options), 1)},
+    }
     data["model"] = {**data["model"], "path": "smollm2-135m"}
     data["warmup"] = {"steps": 0}
     data["eval"] = {**data["eval"], "every": 0}
@@ -31,7 +38,7 @@ def smollm2_step_config(recipe: str):
         "parity": "fail",
     }
     return replace(
-        config, "smollm2 test", **{key: data[key] for key in ("model", "warmup", "eval", "rollout")}
+        config, "smollm2 test", **{key: data[key] for key in ("model", "task", "warmup", "eval", "rollout")}
     )
 
 

@@ -7,7 +7,7 @@ import sys
 
 # sub-command -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("harness.demo", "build the tiny model if absent and evaluate it offline on bundled samples"),
+    "demo": ("harness.demo", "evaluate SmolLM2-135M (else the tiny model) offline on bundled samples"),
     "tiny-model": (
         "harness.tinymodel",
         "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",

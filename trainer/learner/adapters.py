@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from harness.providers.adapter_rows import adapter_rows, lora_layers
+from harness.providers.adapter_rows import BASE, adapter_rows, lora_layers
 from trainer.adapter_config import LoraConfig, RoleConfig
 
 SHARED = "shared"
@@ -132,16 +132,17 @@ def routed(model: torch.nn.Module, roles: Sequence[str], rows: int) -> AbstractC
 
 
 class BaseWeights(torch.nn.Module):
-    """The KL reference under per-role adapters: the policy's forward with every adapter switched off."""
+    """The KL reference under per-role adapters: the policy's forward with every row on the base weights (routed
+    to ``BASE``; peft's ``disable_adapter`` would reset which adapters require gradients)."""
 
     def __init__(self, policy: Any):
         super().__init__()
         self.policy = policy
         self.config = policy.config
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        with self.policy.disable_adapter():
-            return self.policy(*args, **kwargs)
+    def forward(self, input_ids: torch.Tensor, **kwargs: Any) -> Any:
+        with adapter_rows(self.policy, [BASE] * len(input_ids)):
+            return self.policy(input_ids=input_ids, **kwargs)
 
     def get_output_embeddings(self) -> torch.nn.Module:
         return self.policy.get_output_embeddings()

@@ -1,5 +1,5 @@
-"""``mara train CONFIG.yaml [--out DIR] [--resume] [--adapters FILE] [--tool-cache MODE --tool-snapshot NAME
---tool-store DIR]``: run a training recipe with a progress bar and metrics (``--adapters`` trains one LoRA adapter
+"""``mara train CONFIG.yaml [--out DIR] [--resume] [--steps N] [--warmup-steps N] [--adapters FILE]
+[--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``: run a training recipe with a progress bar and metrics (``--adapters`` trains one LoRA adapter
 per role, ``trainer.adapter_config``; the tool flags record or replay the rollouts' tool calls).
 
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
@@ -27,6 +27,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
     parser.add_argument(
+        "--warmup-steps", type=int, help="override the recipe's cold-start steps (warmup.steps)"
+    )
+    parser.add_argument(
         "--adapters",
         help="a YAML file of {lora: {...}, roles: {...}}: train one LoRA adapter per role over the frozen base "
         "(the recipe's model.lora and roles)",
@@ -43,6 +46,9 @@ def main(argv: list[str]) -> int:
         config = load_config(args.config)
         if args.steps is not None:
             config = replace(config, "--steps", steps=args.steps)
+        if args.warmup_steps is not None:
+            warmup = {**to_dict(config)["warmup"], "steps": args.warmup_steps}
+            config = replace(config, "--warmup-steps", warmup=warmup)
         if args.adapters is not None:
             config = with_adapters(config, args.adapters)
         config = with_tool_cache_flags(config, args)

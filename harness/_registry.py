@@ -16,6 +16,6 @@ from harness import (
     accounting,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
-from harness.providers import local_provider  # noqa: F401  (registers the `local/` model provider)
+from harness.providers import adder, local_provider  # noqa: F401  (the `local/` and `adder/` providers)
 from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
-from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)

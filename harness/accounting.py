@@ -124,6 +124,19 @@ def account(
     return counts
 
 
+def idle_parts(metrics: Mapping[str, float]) -> list[str]:
+    """What never ran in a whole eval, from its ``accounting`` metrics (means per attempt): each agent role that
+    never read a token (the Verifier when no Solver wrote a solution) and each tool never called, so a 0 that
+    comes from a part that never ran says so instead of passing as a measured 0."""
+    idle = []
+    for key, value in metrics.items():
+        if key.startswith("input_tokens_") and value == 0:
+            idle.append(f"role {key.removeprefix('input_tokens_')} never ran")
+        elif key.startswith("tool_calls_") and value == 0:
+            idle.append(f"tool {key.removeprefix('tool_calls_')} was never called")
+    return idle
+
+
 TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
 """The quantities also reported summed over every attempt of the eval, as ``total_<key>``, with the tool cache's
 counts (``harness.toolcache.counts.COUNT_KEYS``)."""

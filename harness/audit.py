@@ -21,6 +21,8 @@ from harness.invocation import user_path
 from harness.typed_config import ConfigError
 
 HUMAN_SCORE = "human"
+MAX_AUDIT_BYTES = 64 * 2**20
+"""Largest audit file read (a human-labelled set is a few MB at most)."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,19 @@ def load_audit(path: str) -> dict[str, AuditRow]:
         raise ConfigError(
             f"audit: {file} is not a file; give a JSON-lines file of {{id, answer, correct}} rows"
         )
+    if file.stat().st_size > MAX_AUDIT_BYTES:
+        raise ConfigError(
+            f"audit: {file} is {file.stat().st_size:,} bytes, over the limit of {MAX_AUDIT_BYTES:,}; an audit file "
+            "holds human-labelled answers, a few thousand rows at most: give that file"
+        )
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"audit: {file} is not UTF-8 text; give a JSON-lines file of {{id, answer, correct}} rows"
+        ) from None
     rows: dict[str, AuditRow] = {}
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         row = _row(file, number, line)
@@ -58,6 +71,10 @@ def _row(file: Path, number: int, line: str) -> AuditRow:
         raw = json.loads(line)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{where}: not JSON ({error.msg}); write one JSON object per line") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: nested too deeply; write one flat {{id, answer, correct}} object"
+        ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: not a JSON object; write {{id, answer, correct}}")
     missing = [key for key in ("id", "answer", "correct") if key not in raw]

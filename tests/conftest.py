@@ -51,3 +51,15 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if "vllm" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct's converted checkpoint (``mara models get smollm2-135m``, which ``scripts/setup.sh``
+    runs); tests using it skip, with the command, where it is not installed."""
+    from harness.packaged_models import PackagedModelError, installed_model
+
+    try:
+        return installed_model("smollm2-135m")
+    except PackagedModelError as err:
+        pytest.skip(str(err))

@@ -256,7 +256,7 @@ def load_benchmark(
             "other_candidates": [str(path) for path in chosen.others],
             "forced": force_data,
         }
-    elif data == SAMPLES:
+    elif data == SAMPLES or (data is None and spec.bundled):
         path = bundled_samples_path(spec.name)
         origin, rows = f"bundled samples {path.name}", read_rows(path)
         source = {"source": "samples", "path": str(path), "sha256": file_sha256(path)}

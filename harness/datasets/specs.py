@@ -91,6 +91,9 @@ class BenchmarkSpec:
     removed where a question carries it, so the question goes out bare in the benchmark's own template."""
     protocol: str = "default"
     """The protocol its task runs under when ``-T protocol=`` is not given."""
+    bundled: bool = False
+    """The whole set ships with mara-bench (``harness/datasets/samples/<name>.jsonl``, ``hf_path`` empty): read
+    from there unless ``-T data=`` names a file."""
     question_frame: str | None = None
     """The benchmark's official prompt around a row's question, a ``harness/prompts`` name with a ``{question}``
     field, applied when the row is read, so every system gets it (CUPCase's rows hold a bare case presentation;

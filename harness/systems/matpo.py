@@ -22,6 +22,13 @@ sends short prompts of ours (NOT the paper's, ``harness/prompts/matpo/compact/``
 copy a name past the verbatim system prompts (~2,800 / 4,300 tokens of the tiny tokenizer): the same ``<use_mcp_tool>`` block
 described in one line, and the question (planner) or the subtask (worker) last, right before the generation.
 
+Worker summary request: the worker's ``main_query`` and subtask are passed whole (the default,
+``summary_query="whole"``). MATPO's released code (``final_summary`` in mzf666/MATPO@3c41d62
+``verl/workers/rollout/sglang_rollout/sglang_rollout.py``) re-reads both from the recap with the patterns
+``The main task is: "(.*?)"`` and ``Your current subtask is: "(.*?)"``, so a query or subtask holding a double quote
+reaches the summary request cut at its first one; ``summary_query="released"`` (``-T summary_query=released``,
+with the paper prompts and the recap) does the same.
+
 Ablations (paper figure 6): ``summary=False`` returns the worker's raw last message to the planner (thinking and
 tool-use blocks included); ``recap=False`` gives the worker the subtask alone, without the user's query.
 """
@@ -31,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from harness.prompts import fill
 from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
@@ -76,6 +83,23 @@ def worker_summary_prompt(prompts: PromptSet, main_query: str, subtask: str, fai
             "task_description": subtask,
             "failed_instruction": _failed(prompts, "worker_failed", failed),
         },
+    )
+
+
+SummaryQuery = Literal["whole", "released"]
+"""What the worker summary request recaps: ``whole``, the query and subtask as given (the default); ``released``,
+MATPO's released code's re-reading of them from the recap (module docstring)."""
+_RELEASED_QUERY = re.compile(r'The main task is: "(.*?)"', re.DOTALL)
+_RELEASED_SUBTASK = re.compile(r'Your current subtask is: "(.*?)"', re.DOTALL)
+
+
+def released_summary_inputs(recap: str) -> tuple[str, str]:
+    """(main query, subtask) as MATPO's released ``final_summary`` reads them from a worker's recap message: each
+    up to its first double quote (the whole recap as the subtask when it has none; the main query ``None``, printed
+    as such, when it has none)."""
+    query, subtask = _RELEASED_QUERY.search(recap), _RELEASED_SUBTASK.search(recap)
+    return (query.group(1) if query else "None"), (
+        subtask.group(1) if subtask and subtask.group(1) else recap
     )
 
 
@@ -144,6 +168,7 @@ class WorkerSettings:
     context_tokens: int | None = None
     summary_reserve: int = 4096
     prompts: PromptSet = field(default_factory=lambda: prompt_set("matpo", DEFAULT_PROMPTS))
+    summary_query: SummaryQuery = "whole"
 
 
 def trim_for_summary(
@@ -181,9 +206,12 @@ async def _worker(
     messages = _worker_opening(main_query, subtask, settings)
     finished = trimmed = False
     last_reply = ""
+    recapped = (main_query, subtask)
+    if settings.summary_query == "released":
+        recapped = released_summary_inputs(messages[-1]["content"])
 
     def summary_prompt(failed: bool) -> str:
-        return worker_summary_prompt(settings.prompts, main_query, subtask, failed)
+        return worker_summary_prompt(settings.prompts, *recapped, failed)
 
     for _ in range(settings.max_turns):
         call = await recorder.ask(
@@ -236,20 +264,27 @@ async def run(
     tokenizer: str | None = None,
     prompts: Prompts = DEFAULT_PROMPTS,
     planner_summary: bool = True,
+    summary_query: SummaryQuery = "whole",
 ) -> Episode:
     """One MATPO rollout; ``final_answer`` is the planner's last ``\\boxed{}`` (its reply text if it boxed nothing);
     ``prompts``: ``paper`` (the authors' verbatim prompts) or ``compact`` (ours, for tiny offline models).
     ``planner_summary``: a planner at ``max_turns`` is asked for the authors' main-agent summary and answers from
     it (the default: every run ends with an answer to score); False ends the run there unanswered, as the authors'
     released training and evaluation scripts do (``disable_final_summary_for_main_agent=True``: the main agent
-    summarises only when its context runs out, which this loop does not measure)."""
+    summarises only when its context runs out, which this loop does not measure). ``summary_query``: what the
+    worker summary request recaps (``SummaryQuery``)."""
+    if summary_query == "released" and (prompts != "paper" or not recap):
+        raise ValueError(
+            f"summary_query=released re-reads the paper prompts' recap: set prompts=paper and recap=true "
+            f"(got prompts={prompts}, recap={recap})"
+        )
     if worker_context_tokens is not None and worker_context_tokens <= summary_reserve:
         raise ValueError(
             f"worker_context_tokens={worker_context_tokens} must exceed summary_reserve={summary_reserve}"
         )
     chosen = prompt_set("matpo", prompts)
     settings = WorkerSettings(
-        worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen
+        worker_max_turns, summary, recap, worker_context_tokens, summary_reserve, chosen, summary_query
     )
     meter = token_meter(chat, tokenizer, role=WORKER)
     recorder = EpisodeRecorder("matpo", question, chat, toolbox)

@@ -160,7 +160,8 @@ class SearchOutcome(Outcome):
     """An M-ASK Search call (read by M-ASK's rewards: a call that ends the loop earns 0)."""
 
     action: Literal["search", "end", "invalid"]
-    """``search`` (a sub-query), ``end`` (``<end>``) or ``invalid`` (neither tag: ends the loop too)."""
+    """``search`` (a sub-query, the released fallback's included), ``end`` (``<end>``, or no fallback query) or
+    ``invalid`` (an empty ``<search></search>``: ends the loop too; ``harness.systems.mask_parse``)."""
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,9 @@ class UpdateOutcome(Outcome):
     """An M-ASK Update call."""
 
     operation: str
-    """``update``, ``add`` or ``invalid`` (named no existing step; applied as an add)."""
+    """``update``, ``add`` or ``invalid`` (a reply outside the released strict format; applied as an add)."""
     step: int | None
-    """The 1-based trajectory step replaced; ``None`` for an add."""
+    """The number of the trajectory step replaced (its key ``t<number>``); ``None`` for an add."""
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,11 @@ class ToolError(Exception):
     """A tool failed in a way the agent should be told about (returned to it as a tool error, not a crash)."""
 
 
+class TransientToolError(ToolError):
+    """A tool failure that may not happen again (a timeout, a dropped connection, HTTP 429 or 5xx, a garbled
+    answer): the agent is told, and the tool cache never records it as the tool's response."""
+
+
 ToolFunction = Callable[..., Awaitable[str]]
 
 

@@ -6,8 +6,9 @@ Faithful to the public inference code: only the text after ``</think>`` is hande
 report; a truncated Corrector ends the loop; at most ``max_iterations`` verify(/correct) iterations follow the first
 verification. Three deliberate differences from the released code:
 
-1. the verdict is parsed strictly (``parse_verdict``): only exactly "Correct" passes, where the released code
-   passes any verdict containing "correct" ("Incorrect", "Partially correct");
+1. the verdict is parsed strictly (``parse_verdict``): only "Correct" and its listed synonyms pass
+   (``PASSING_VERDICTS``), read from the labelled Correctness line, where the released code passes any verdict
+   containing "correct" ("Incorrect", "Partially correct");
 2. when nothing is accepted the final answer is the candidate the Verifier passed most often (the paper's rule; the
    latest such candidate on ties, the latest candidate if none ever passed) instead of nothing;
 3. the Corrector receives the Verifier's findings (the report up to its Correctness field, as the paper describes),
@@ -48,15 +49,24 @@ Prompts = prompt_choice("vc", DEFAULT_PROMPTS)
 judged solution last, for tiny offline models that cannot use a number buried in the ~2.9k-token verbatim prompt.
 Both share the Corrector's verbatim prompt (``vc/corrector.user.txt``); the Solver gets the bare problem."""
 
-_VERDICT_FIELD = re.compile(r"\bcorrectness\b", re.IGNORECASE)
+_VERDICT_FIELD = re.compile(r"\b(correctness)\b", re.IGNORECASE)
+_LABELLED_FIELD = re.compile(r"^[ \t>#*_`-]*(correctness)[ \t*_`]*:", re.IGNORECASE | re.MULTILINE)
 _FIELD_MARKUP = " \t\r\n*_`:"
-_FAILING_VERDICTS = frozenset({"wrong", "incorrect", "not correct"})
+_DASHES = re.compile(r"\s*(?:--|\u2014|\u2013)\s*")
+PASSING_VERDICTS = frozenset(
+    {"correct", "right", "true", "yes", "correct (with gaps)", "correct - no errors", "correctly solved"}
+)
+"""The verdicts that pass (lower case, a dash of any kind written ``-``): "Correct", and the synonyms Verifiers
+write for it -- "Right", "True", "Yes", "Correct (with gaps)" (the prompt asks for "Correct" when no error is found,
+so a Verifier that names only gaps, not errors, means Correct), "Correct -- no errors", "Correctly solved"."""
+FAILING_VERDICTS = frozenset({"wrong", "incorrect", "not correct"})
+"""The verdicts that fail."""
 RELEASED_FIELD = "**Correctness**"
 """The literal the released code cuts a report at for its bug report (``extract_detailed_solution``)."""
 
 BugReport = Literal["findings", "released"]
-"""What the Corrector receives: ``findings``, the report up to its last Correctness field (ours, the default, what
-the paper describes: the Verifier's findings); ``released``, the released code's cut, the text before the literal
+"""What the Corrector receives: ``findings``, the report up to its verdict field (``verdict_field``; ours, the
+default, what the paper describes: the Verifier's findings); ``released``, the released code's cut, the text before the literal
 ``**Correctness**`` and nothing when the report lacks it (its own format writes ``**Correctness:** Wrong``, so the
 released Corrector mostly receives an empty bug report)."""
 
@@ -64,19 +74,28 @@ released Corrector mostly receives an empty bug report)."""
 def parse_verdict(report: str) -> bool | None:
     """``True`` for Correct, ``False`` for Wrong, ``None`` when unparsable (which never counts as a pass).
 
-    The verdict is the value of the report's last "Correctness" field (the whole word, so "incorrectness" in the
-    findings is no field): its first line, markup and a closing full stop stripped. Only exactly "Correct" passes;
-    "Wrong", "Incorrect" and "Not correct" fail; anything else -- a hedge such as "Partially correct" or "Wrong, but
-    the final answer is correct" -- is unparsable, so it never passes either.
+    The verdict is the value of the report's verdict field (``verdict_field``): its first line, markup and a closing
+    full stop stripped. "Correct" and its listed synonyms pass (``PASSING_VERDICTS``); "Wrong", "Incorrect" and "Not
+    correct" fail; anything else -- a hedge such as "Partially correct" or "Wrong, but the final answer is correct"
+    -- is unparsable, so it never passes either.
     """
-    fields = list(_VERDICT_FIELD.finditer(report))
-    if not fields:
+    field = verdict_field(report)
+    if field is None:
         return None
-    value = report[fields[-1].end() :].lstrip(_FIELD_MARKUP).split("\n", 1)[0]
-    verdict = " ".join(value.rstrip(_FIELD_MARKUP + ".!").lower().split())
-    if verdict == "correct":
+    value = report[field.end() :].lstrip(_FIELD_MARKUP).split("\n", 1)[0]
+    verdict = _DASHES.sub(" - ", " ".join(value.rstrip(_FIELD_MARKUP + ".!").lower().split()))
+    if verdict in PASSING_VERDICTS:
         return True
-    return False if verdict in _FAILING_VERDICTS else None
+    return False if verdict in FAILING_VERDICTS else None
+
+
+def verdict_field(report: str) -> re.Match[str] | None:
+    """Where the report's verdict field is: its last labelled line (a line opening with "Correctness" and a colon,
+    markup allowed), so that a later prose line mentioning correctness does not replace it; without such a line,
+    its last mention of "Correctness" (the whole word, so "incorrectness" in the findings is no field)."""
+    labelled = list(_LABELLED_FIELD.finditer(report))
+    mentions = labelled or list(_VERDICT_FIELD.finditer(report))
+    return mentions[-1] if mentions else None
 
 
 def bug_report(report: str, cut: BugReport = "findings") -> str:
@@ -84,8 +103,8 @@ def bug_report(report: str, cut: BugReport = "findings") -> str:
     if cut == "released":
         at = report.find(RELEASED_FIELD)
         return "" if at == -1 else report[:at].strip()
-    fields = list(_VERDICT_FIELD.finditer(report))
-    return report[: fields[-1].start()].rstrip(" *\n") if fields else report.strip()
+    field = verdict_field(report)
+    return report[: field.start(1)].rstrip(" *\n") if field else report.strip()
 
 
 def solution_text(call: ModelCall) -> str:

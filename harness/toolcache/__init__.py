@@ -2,8 +2,9 @@
 
 ``store`` keeps responses content-addressed in named snapshots (``local_store``: a folder with a SQLite index and
 compressed blobs; ``remote_store``: any fsspec URL); ``cached`` puts tools behind it in one of the modes ``off|record|replay|replay-or-record``;
-``variants`` says which settings key a response; ``archive`` moves a snapshot as one tar file; ``cli`` is
-``mara tools``. See docs/tool-cache.md.
+``keys`` normalises a request and hashes it into its key; ``variants`` says which settings key a response and how
+large one may be; ``blobs`` compresses and (under a cap, hash checked) inflates them; ``archive`` moves a snapshot
+as one tar file, trusting nothing in it; ``cli`` is ``mara tools``. See docs/tool-cache.md.
 """
 
 from harness.toolcache.cached import ToolCache, open_cache

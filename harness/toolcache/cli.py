@@ -12,12 +12,14 @@ are taken from the directory the command ran in. A problem is one line on stderr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from harness.invocation import user_path
 from harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
-from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
-from harness.tools.settings import ToolSettings
+from harness.toolcache.keys import SAFE_NAME
+from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store, safe_name
+from harness.tools.settings import TOOL_STORE_ENV, ToolSettings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,15 +43,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _line(snapshot: Snapshot) -> str:
-    state = f"frozen  {snapshot.digest}" if snapshot.frozen else "open"
-    return f"{snapshot.name}  {snapshot.entries} responses  {state}"
+    """One snapshot, printable whatever a damaged index holds (a name outside the safe alphabet is escaped)."""
+    state = f"frozen  {ascii(snapshot.digest)[1:-1]}" if snapshot.frozen else "open"
+    name = snapshot.name if SAFE_NAME.fullmatch(snapshot.name) else ascii(snapshot.name)
+    return f"{name}  {snapshot.entries} responses  {state}"
 
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    location = ToolSettings(tool_store=args.store).tool_store_location()
+    # --store is never recorded, so like MARA_TOOL_STORE it may carry the storage's credentials (shown redacted)
+    environ = {**os.environ, TOOL_STORE_ENV: args.store} if args.store else dict(os.environ)
+    location = ToolSettings(environ=environ).tool_store_location()
     try:
         archive = read_archive(user_path(args.file)) if args.command == "import" else None
+        if archive is not None and args.rename is not None:
+            safe_name(location, args.rename)  # before the store is created
         store = open_store(location, create=archive is not None)
         print(_run(args, store, archive))
     except StoreError as err:

@@ -1,4 +1,5 @@
-"""What the tool cache did, counted per toolbox and per sample: hits, misses, records and live calls.
+"""What the tool cache did, counted per toolbox and per sample: hits, misses, records, live calls and transient
+errors.
 
 Kept apart from the cache itself so the accounting score can name the counts without importing any tool code.
 """
@@ -23,6 +24,8 @@ class CacheCounts:
     """Responses stored."""
     live: int = 0
     """Calls that ran the real tool (the network, for the web tools)."""
+    error: int = 0
+    """Live calls that failed in a way that may not repeat (timeout, HTTP 429/5xx, ...): never recorded."""
 
     def add(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)

@@ -18,13 +18,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.toolcache.keys import canonical_json
 from harness.toolcache.store import (
     INDEX_FILE,
     Entry,
     ResponseStore,
     Snapshot,
+    SnapshotFrozen,
     StoreError,
-    canonical_json,
+    safe_name,
     snapshot_digest,
 )
 
@@ -133,12 +135,13 @@ class LocalStore(ResponseStore):
                 )
         return Entry(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5])
 
-    def entries(self, snapshot: str) -> list[Entry]:
+    def iter_entries(self, snapshot: str) -> Iterator[Entry]:
         rows = self._db.execute(
             "SELECT key, tool, request, blob, status, recorded_at FROM entries WHERE snapshot = ? ORDER BY key",
             (snapshot,),
         )
-        return [Entry(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5]) for r in rows]
+        for r in rows:
+            yield Entry(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5])
 
     def snapshots(self) -> list[Snapshot]:
         rows = self._db.execute(
@@ -148,6 +151,7 @@ class LocalStore(ResponseStore):
         return [Snapshot(name, count, frozen is not None, digest) for name, count, frozen, digest in rows]
 
     def ensure_snapshot(self, name: str) -> Snapshot:
+        safe_name(self.location, name)
         with self._writing() as db:
             db.execute("INSERT OR IGNORE INTO snapshots(name, created_at) VALUES (?, ?)", (name, time.time()))
         return self.require_snapshot(name)
@@ -163,29 +167,33 @@ class LocalStore(ResponseStore):
             )
         return self.require_snapshot(name)
 
-    def _put_entry(self, snapshot: str, entry: Entry, size: int) -> None:
+    def put_entries(self, snapshot: str, entries: list[tuple[Entry, int]]) -> None:
+        safe_name(self.location, snapshot)
         with self._writing() as db:
             frozen = db.execute("SELECT frozen_at FROM snapshots WHERE name = ?", (snapshot,)).fetchone()
             if frozen and frozen[0] is not None:
-                raise StoreError(
-                    f"tool store {self.root}: snapshot {snapshot!r} is frozen; record into a new one"
-                )
+                raise SnapshotFrozen(self.location, snapshot)
             db.execute(
                 "INSERT OR IGNORE INTO snapshots(name, created_at) VALUES (?, ?)", (snapshot, time.time())
             )
-            db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (entry.blob, size))
-            db.execute(
+            db.executemany(
+                "INSERT OR IGNORE INTO blobs VALUES (?, ?)", [(e.blob, size) for e, size in entries]
+            )
+            db.executemany(
                 "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    snapshot,
-                    entry.key,
-                    entry.tool,
-                    canonical_json(entry.request),
-                    entry.blob,
-                    entry.status,
-                    entry.recorded_at,
-                    entry.recorded_at,
-                ),
+                [
+                    (
+                        snapshot,
+                        e.key,
+                        e.tool,
+                        canonical_json(e.request),
+                        e.blob,
+                        e.status,
+                        e.recorded_at,
+                        e.recorded_at,
+                    )
+                    for e, _ in entries
+                ],
             )
             evicted = self._evict(db) if self.max_bytes is not None else []
         for digest in evicted:

@@ -18,22 +18,32 @@ unfrozen snapshots once its blobs pass that size, then the blobs no entry uses.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-import zlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.toolcache.blobs import BlobProblem, deflate, inflate
+from harness.toolcache.keys import UnsafeName, check_hash, check_name, recorded_request_problem
 from harness.tools.settings import ToolConfigError
 
 INDEX_FILE = "index.sqlite"
 BLOB_DIR = "blobs"
+MAX_RESPONSE_BYTES = 32 * 2**20
+"""Store-wide cap on one response's size (decompressed), whatever the recording settings allow."""
 
 
 class StoreError(ToolConfigError):
     """A tool store that cannot be used as asked (missing, corrupt, unknown or frozen snapshot)."""
+
+
+class SnapshotFrozen(StoreError):
+    """A write into a snapshot that is frozen (perhaps frozen while a run was recording into it)."""
+
+    def __init__(self, location: str, snapshot: str):
+        super().__init__(f"tool store {location}: snapshot {snapshot!r} is frozen; record into a new one")
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,22 @@ class Snapshot:
 
 def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def safe_name(location: str, name: str) -> str:
+    """``name`` when it may name a snapshot, else ``StoreError`` naming the store and the rule."""
+    try:
+        return check_name(name)
+    except UnsafeName as err:
+        raise StoreError(f"tool store {location}: {err}") from None
+
+
+def safe_hash(location: str, value: str, what: str) -> str:
+    """``value`` when it is a sha256 hex digest (an entry key, a blob name), else ``StoreError``."""
+    try:
+        return check_hash(value, what)
+    except UnsafeName as err:
+        raise StoreError(f"tool store {location}: {err}; the store is damaged") from None
 
 
 def snapshot_digest(pairs: list[tuple[str, str]]) -> str:
@@ -100,40 +126,63 @@ class ResponseStore(ABC):
 
     # -- blobs (write-once by content hash, so concurrent writers of the same response agree) --
     def _blob_path(self, digest: str) -> str:
+        safe_hash(self.location, digest, "blob name")
         return f"{BLOB_DIR}/{digest[:2]}/{digest}.z"
 
     def put_blob(self, data: bytes) -> str:
         digest = content_hash(data)
         if not self._exists(self._blob_path(digest)):
-            self._write_atomic(self._blob_path(digest), zlib.compress(data, 6))
+            self._write_atomic(self._blob_path(digest), deflate(data))
         return digest
 
-    def get_blob(self, digest: str) -> bytes | None:
-        """The response bytes, or ``None`` when the blob is missing or does not match its hash."""
+    def get_blob(self, digest: str, limit: int = MAX_RESPONSE_BYTES) -> bytes | None:
+        """The response bytes, or ``None`` when the blob is missing, inflates past ``limit`` bytes (decompression
+        stops there) or does not match its hash."""
         raw = self._read(self._blob_path(digest))
         if raw is None:
             return None
         try:
-            data = zlib.decompress(raw)
-        except zlib.error:
+            return inflate([raw], min(limit, MAX_RESPONSE_BYTES), digest)
+        except BlobProblem:
             return None
-        return data if content_hash(data) == digest else None
 
     # -- the operations a toolbox and `mara tools` use --
-    def lookup(self, snapshot: str, key: str) -> bytes | None:
-        entry = self.entry(snapshot, key)
-        return None if entry is None else self.get_blob(entry.blob)
-
     def record(
         self, snapshot: str, key: str, tool: str, request: dict[str, Any], data: bytes, status: str
     ) -> None:
         blob = self.put_blob(data)
-        self._put_entry(snapshot, Entry(key, tool, request, blob, status, time.time()), len(data))
+        self.put_entries(snapshot, [(Entry(key, tool, request, blob, status, time.time()), len(data))])
         if not self._exists(self._blob_path(blob)):  # a concurrent eviction removed it between the two steps
-            self._write_atomic(self._blob_path(blob), zlib.compress(data, 6))
+            self._write_atomic(self._blob_path(blob), deflate(data))
+
+    def entries(self, snapshot: str) -> list[Entry]:
+        """Every entry of ``snapshot``, by key."""
+        return list(self.iter_entries(snapshot))
+
+    def verify(self, name: str) -> Snapshot:
+        """Snapshot ``name`` once every entry's key is the hash of its recorded request and, when frozen, its
+        entries still give its id; else ``StoreError`` in one line (a changed snapshot is never replayed)."""
+        snapshot = self.require_snapshot(name)
+        pairs = []
+        for entry in self.iter_entries(name):
+            safe_hash(self.location, entry.blob, "blob name")
+            problem = recorded_request_problem(entry.key, entry.tool, entry.request)
+            if problem:
+                raise StoreError(
+                    f"tool store {self.location}: snapshot {name!r} entry {entry.key[:16]}... was changed: "
+                    f"{problem}; re-import the snapshot from its tar file or record it again"
+                )
+            pairs.append((entry.key, entry.blob))
+        if snapshot.frozen and snapshot_digest(pairs) != snapshot.digest:
+            raise StoreError(
+                f"tool store {self.location}: frozen snapshot {name!r} was changed after it was frozen (its entries "
+                f"no longer give its id {snapshot.digest}); re-import it from its tar file"
+            )
+        return snapshot
 
     def require_snapshot(self, name: str) -> Snapshot:
         """Snapshot ``name``, else ``StoreError`` naming the ones that exist."""
+        safe_name(self.location, name)
         found = {snapshot.name: snapshot for snapshot in self.snapshots()}
         if name not in found:
             names = ", ".join(sorted(found)) or "none yet"
@@ -149,8 +198,8 @@ class ResponseStore(ABC):
         """The entry for ``key`` in ``snapshot``, or ``None``."""
 
     @abstractmethod
-    def entries(self, snapshot: str) -> list[Entry]:
-        """Every entry of ``snapshot``, by key."""
+    def iter_entries(self, snapshot: str) -> Iterator[Entry]:
+        """Every entry of ``snapshot``, by key, one at a time (a snapshot may hold very many)."""
 
     @abstractmethod
     def snapshots(self) -> list[Snapshot]:
@@ -165,8 +214,9 @@ class ResponseStore(ABC):
         """Make snapshot ``name`` read-only and give it its id (again: no change)."""
 
     @abstractmethod
-    def _put_entry(self, snapshot: str, entry: Entry, size: int) -> None:
-        """Add or replace ``entry`` in ``snapshot`` (``StoreError`` when it is frozen); ``size``: its blob's bytes."""
+    def put_entries(self, snapshot: str, entries: list[tuple[Entry, int]]) -> None:
+        """Add or replace ``entries`` (each with its blob's size in bytes) in ``snapshot``, created when absent, in
+        one write (``StoreError`` when it is frozen)."""
 
     @abstractmethod
     def _exists(self, path: str) -> bool:
@@ -179,8 +229,3 @@ class ResponseStore(ABC):
     @abstractmethod
     def _write_atomic(self, path: str, data: bytes) -> None:
         """Write ``data`` at ``path`` so that no reader ever sees part of it."""
-
-
-def canonical_json(value: Any) -> str:
-    """``value`` as JSON with sorted keys and no spaces: the same value always gives the same bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -21,6 +21,9 @@ class ToolText(str):
     """``sources[i]`` is the URL or corpus id of ``documents[i]`` (empty when the tool has no per-document source)."""
     contents: tuple[str, ...]
     """``contents[i]``: ``documents[i]`` as its corpus stores it (local corpus passages only; else empty)."""
+    transient: bool
+    """Part of the answer failed in a way that may not repeat (one query of several hit HTTP 429, say): the tool
+    cache does not record it."""
 
     def __new__(
         cls,
@@ -28,11 +31,13 @@ class ToolText(str):
         documents: Iterable[str] = (),
         sources: Iterable[str] = (),
         contents: Iterable[str] = (),
+        transient: bool = False,
     ) -> ToolText:
         output = super().__new__(cls, text)
         output.documents = tuple(documents)
         output.sources = tuple(sources)
         output.contents = tuple(contents)
+        output.transient = transient
         for name, values in (("sources", output.sources), ("contents", output.contents)):
             if values and len(values) != len(output.documents):
                 raise ValueError(f"{len(values)} {name} for {len(output.documents)} documents")
@@ -73,6 +78,8 @@ class QueryResult:
     query: str
     hits: Sequence[Hit] = ()
     error: str | None = None
+    transient: bool = False
+    """The error may not happen again (``TransientToolError``)."""
 
 
 def render_results(results: Sequence[QueryResult]) -> ToolText:
@@ -91,4 +98,5 @@ def render_results(results: Sequence[QueryResult]) -> ToolText:
             lines.append(documents[-1])
         sections.append("\n\n".join(lines))
     stored = contents if any(contents) else ()
-    return ToolText("\n\n".join(sections), documents, sources, stored)
+    transient = any(result.transient for result in results)
+    return ToolText("\n\n".join(sections), documents, sources, stored, transient)

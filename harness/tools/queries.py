@@ -1,8 +1,9 @@
 """One tool call, several queries: run them concurrently, drop blocked and duplicate results, render the text.
 
 MARS's System 2 may put several queries in one search or scholar call (``query`` is a string or a list).
-A query that fails is reported in its section while the others still answer; if every query fails the call
-raises ``ToolError``.
+A query that fails is reported in its section while the others still answer (a transient failure marks the
+answer ``transient``, so the tool cache does not keep it); if every query fails the call raises ``ToolError``
+(``TransientToolError`` when any failure was transient).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from harness.systems.types import ToolError
+from harness.systems.types import ToolError, TransientToolError
 from harness.tools.blocklist import Blocklist
 from harness.tools.output import Hit, QueryResult, ToolText, render_results
 
@@ -44,14 +45,19 @@ async def answer_queries(
     for outcome in outcomes:
         if isinstance(outcome, BaseException) and not isinstance(outcome, ToolError):
             raise outcome
-    errors = [str(outcome) for outcome in outcomes if isinstance(outcome, ToolError)]
-    if len(errors) == len(queries):
-        raise ToolError("; ".join(dict.fromkeys(errors)))
+    failed = [outcome for outcome in outcomes if isinstance(outcome, ToolError)]
+    if len(failed) == len(queries):
+        message = "; ".join(dict.fromkeys(map(str, failed)))
+        if any(isinstance(error, TransientToolError) for error in failed):
+            raise TransientToolError(message)
+        raise ToolError(message)
     seen: set[str] = set()
     results = []
     for item, outcome in zip(queries, outcomes, strict=True):
         if isinstance(outcome, ToolError):
-            results.append(QueryResult(item, error=str(outcome)))
+            results.append(
+                QueryResult(item, error=str(outcome), transient=isinstance(outcome, TransientToolError))
+            )
             continue
         kept = [
             hit

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from harness.invocation import user_path
+from harness.redaction import credential_problem
 from harness.tools.blocklist import DEFAULT_BLOCKLIST
 from harness.typed_config import ConfigError, config_dataclass, validate
 
@@ -117,6 +118,16 @@ class ToolSettings:
         if isinstance(items, list | tuple):
             return tuple(str(item).strip() for item in items if str(item).strip())
         return items
+
+    @field_validator("serper_url", "serpapi_url", "openalex_url", "tool_store")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        """Inspect records ``-T`` options verbatim in the eval log, so none may carry a credential (the store's go
+        through ``MARA_TOOL_STORE`` or the storage's own settings, API keys through their variables)."""
+        problem = credential_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("tool_cache", mode="before")
     @classmethod

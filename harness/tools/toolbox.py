@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from harness.systems.types import Toolbox, ToolFunction
+from harness.tools.addresses import AddressPolicy
 from harness.tools.blocklist import Blocklist
 from harness.tools.queries import SearchOne, answer_queries
 from harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
@@ -125,6 +126,7 @@ def build_toolbox(names: list[str], **options: Any) -> Toolbox:
         attempts=settings.http_attempts,
         backoff=settings.http_backoff,
         deadline=settings.web_deadline,
+        redirects=AddressPolicy(allow_private=settings.browse_allow_private),
     )
     try:
         blocklist = Blocklist(settings.blocklist)
@@ -191,8 +193,10 @@ def _open_cache(settings: ToolSettings) -> ToolCache:
 
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:
-    from harness.tools.addresses import AddressPolicy
     from harness.tools.browse import browse
+    from harness.tools.page_worker import warm_up
+
+    warm_up()  # page readers start now, not in the first call's extract deadline
 
     return functools.partial(
         browse,

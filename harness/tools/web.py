@@ -2,7 +2,8 @@
 failures as ``ToolError``.
 
 Transient = a timeout, a connection error, or HTTP 429/500/502/503/504; those are retried with exponential
-back-off (tenacity) up to ``attempts`` tries. Other HTTP errors fail at once; a 401/403 hints at the API key
+back-off (tenacity) up to ``attempts`` tries, and when every try fails (or a backend's answer is not JSON) the error
+is a ``TransientToolError``, which the tool cache never records. Other HTTP errors fail at once; a 401/403 hints at the API key
 only for requests that carry one (``keyed``). Error messages name the service and the URL without its query
 string, so API keys never reach the agent or the logs.
 
@@ -15,7 +16,8 @@ Redirects are followed here, not by httpx. Headers the caller set (API keys such
 only to the origin (scheme, host, port) they were meant for, never to another one a redirect points at. With an
 ``AddressPolicy`` (browse, whose URLs the model chooses) each hop's host is also resolved and checked by the
 policy, and the request goes to the checked IP address (``Host`` header and TLS server name kept), so the name
-cannot resolve elsewhere at connect time.
+cannot resolve elsewhere at connect time. Search and scholar endpoints (``HttpSettings.redirects``) get the same
+check on every redirect to another origin: a refused one is named in the error.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from harness.systems.types import ToolError
+from harness.redaction import redact_url
+from harness.systems.types import ToolError, TransientToolError
 from harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
 from harness.tools.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
 
@@ -53,6 +56,9 @@ class HttpSettings:
     """First wait between tries in seconds; doubles each retry (capped at 30 s)."""
     deadline: float = 120.0
     """Seconds the whole request may take: every attempt, wait, redirect and byte of the body."""
+    redirects: AddressPolicy | None = None
+    """Checks every redirect to another origin than the request's own (search and scholar endpoints: the operator
+    chose the endpoint, not where it sends us), as browse checks every hop."""
 
 
 class ResponseTooLarge(Exception):
@@ -86,7 +92,8 @@ class _TransientStatus(Exception):
 
 
 def _public_url(url: str) -> str:
-    return url.split("#", 1)[0].split("?", 1)[0]
+    """``url`` as error messages show it: no query, no fragment, no credentials."""
+    return redact_url(url.split("#", 1)[0].split("?", 1)[0])
 
 
 async def request(
@@ -123,11 +130,13 @@ async def request(
                         outgoing = client.build_request(
                             method, url, params=params, json=json, headers=headers
                         )
-                        response = await _follow(client, outgoing, dict(headers or {}), max_bytes, addresses)
+                        response = await _follow(
+                            client, outgoing, dict(headers or {}), max_bytes, addresses, settings.redirects
+                        )
                     if response.status_code in TRANSIENT_STATUS:
                         raise _TransientStatus(response)
     except TimeoutError:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: no complete answer from {_public_url(url)} within the deadline of "
             f"{settings.deadline:g} s (web_deadline)"
         ) from None
@@ -136,12 +145,16 @@ async def request(
     except _Unreadable as err:
         raise ToolError(f"{service}: cannot read the answer from {_public_url(err.url)}: {err}") from None
     except _TransientStatus as err:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: HTTP {err.response.status_code} from {_public_url(url)} after {settings.attempts} attempts"
         ) from None
     except httpx.TimeoutException:
-        raise ToolError(
+        raise TransientToolError(
             f"{service}: no answer from {_public_url(url)} within {settings.timeout:g} s ({settings.attempts} attempts)"
+        ) from None
+    except httpx.TransportError as err:
+        raise TransientToolError(
+            f"{service}: cannot reach {_public_url(url)} ({type(err).__name__}: {err})"
         ) from None
     except (httpx.HTTPError, httpx.InvalidURL) as err:
         raise ToolError(f"{service}: cannot reach {_public_url(url)} ({type(err).__name__}: {err})") from None
@@ -163,16 +176,18 @@ async def _follow(
     caller_headers: dict[str, str],
     max_bytes: int,
     addresses: AddressPolicy | None,
+    redirects: AddressPolicy | None = None,
 ) -> httpx.Response:
     """Send ``outgoing`` and follow its redirects; ``caller_headers`` are sent again only to ``outgoing``'s
-    origin, and with ``addresses`` every hop is checked and sent to the checked IP address. The response
-    carries the last hop's real URL."""
+    origin, and with ``addresses`` every hop is checked and sent to the checked IP address (with ``redirects``,
+    every hop to another origin). The response carries the last hop's real URL."""
     origin = _origin(outgoing.url)
     hop, url = outgoing, outgoing.url
     for _ in range(MAX_REDIRECTS + 1):
         if url.scheme not in DEFAULT_PORTS:
             raise _Refused(url, "only http(s) URLs can be fetched")
-        sent = hop if addresses is None else await _pinned(client, hop, addresses)
+        policy = addresses or (redirects if _origin(url) != origin else None)
+        sent = hop if policy is None else await _pinned(client, hop, policy)
         response = await _read_bounded(client, sent, max_bytes, hop.url)
         location = response.headers.get("location")
         if response.status_code not in REDIRECT_STATUS or not location:
@@ -257,7 +272,7 @@ async def get_json(
     try:
         data = response.json()
     except ValueError:
-        raise ToolError(f"{service}: the answer from {_public_url(url)} is not JSON") from None
+        raise TransientToolError(f"{service}: the answer from {_public_url(url)} is not JSON") from None
     try:
         return shape.model_validate(data)
     except ValidationError as err:

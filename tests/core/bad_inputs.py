@@ -10,11 +10,16 @@ it lives in (so it can be copied into an older checkout to count before -> after
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +86,57 @@ def _out_folder(work: Path) -> None:
     (work / "out").mkdir()
 
 
+def _huge_audit(work: Path) -> None:
+    with open(work / "audit.big", "wb") as file:
+        file.truncate(300_000_000)  # sparse: 300 MB on paper, nothing on disk
+
+
+def _tar(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _bad_manifest(work: Path) -> None:
+    _tar(work / "bad.tar", {"manifest.json": b'{"format": "mara-tool-snapshot", "version": 2, "snapshot": '})
+
+
+def _good_snapshot(work: Path) -> None:
+    """A valid one-entry snapshot tar, built with the standard library alone (the battery runs in old checkouts)."""
+
+    def canonical(value) -> bytes:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+    request = {"tool": "search", "arguments": {"query": "q"}, "variant": {}}
+    response = canonical({"text": "a", "tool_text": False, "documents": [], "sources": [], "error": None})
+    key, blob = hashlib.sha256(canonical(request)).hexdigest(), hashlib.sha256(response).hexdigest()
+    row = {"key": key, "tool": "search", "request": request, "blob": blob, "status": "ok", "recorded_at": 1.0}
+    digest = "sha256:" + hashlib.sha256(f"{key} {blob}\n".encode()).hexdigest()
+    manifest = {"format": "mara-tool-snapshot", "version": 2, "snapshot": "s", "id": digest, "entries": 1}
+    _tar(
+        work / "s.tar",
+        {
+            "manifest.json": json.dumps(manifest).encode(),
+            "entries.jsonl": json.dumps(row).encode(),
+            f"blobs/{blob}.z": zlib.compress(response),
+        },
+    )
+
+
 TRAIN = ["harness.cli", "train"]
+AUDIT = [
+    "inspect_ai",
+    "eval",
+    f"{ROOT}/tasks/aime.py@aime2025",
+    "--model",
+    "mockllm/model",
+    "--log-dir",
+    "logs",
+]
+AUDIT += ["-T"]
+TOOLS = ["harness.cli", "tools"]
 NIGHTLY = ["harness.cli", "nightly", "suite.yaml"]
 CASES = [
     BadInput("empty recipe", [*TRAIN, "empty.yaml", "--out", "run", "--steps", "1"], "empty.yaml",
@@ -109,6 +164,17 @@ CASES = [
               "--limit", "1", "--log-dir", "logs"], "MARA_CHECKPOINTS",
              files={"ckpt.yaml": bytes(range(256)) * 8}, env={"MARA_CHECKPOINTS": "ckpt.yaml"},
              left_behind=("logs",)),
+    BadInput("binary -T audit= file", [*AUDIT, "audit=audit.bin"], "audit.bin",
+             files={"audit.bin": bytes(range(256)) * 8}, left_behind=("logs",)),
+    BadInput("50,000-deep -T audit= line", [*AUDIT, "audit=audit.jsonl"], "audit.jsonl:1",
+             files={"audit.jsonl": "[" * 50_000 + "]" * 50_000 + "\n"}, left_behind=("logs",)),
+    BadInput("300 MB -T audit= file", [*AUDIT, "audit=audit.big"], "audit.big", setup=_huge_audit,
+             left_behind=("logs",)),
+    BadInput("empty -T second_grader=", [*AUDIT, "second_grader="], "second_grader", left_behind=("logs",)),
+    BadInput("mara tools import of a cut manifest", [*TOOLS, "import", "bad.tar", "--store", "store"],
+             "manifest.json", setup=_bad_manifest, left_behind=("store",)),
+    BadInput("mara tools import --as a name with escape codes", [*TOOLS, "import", "s.tar", "--as", "a\x1b[31m\nb",
+             "--store", "store"], "is not allowed", setup=_good_snapshot, left_behind=("store",)),
 ]  # fmt: skip
 
 

@@ -33,6 +33,16 @@ from judges.math import as_integer, exact_value, extract_answer, is_equivalent
         ("There are 42 of them.", None),
         ("", None),
         (None, None),
+        # issue 35: a hedge between two values states no answer; a repeated value is no hedge
+        (r"The answer is \boxed{32} or possibly \boxed{64}.", None),
+        (r"either \boxed{7} or \boxed{12}", None),
+        (r"ANSWER: 32, maybe \boxed{64}", None),
+        (r"\boxed{32} or \boxed{32}", "32"),
+        (r"\boxed{32}. Or rather, after fixing step 2: \boxed{64}", "64"),  # a new sentence revises
+        ("Result:\n\n**445**", "445"),
+        ("Result: verified", None),  # a Result: value holds a digit
+        (r"Work. <think>so maybe \boxed{91}", "Work"),  # thinking cut off is no answer
+        (r"<think>\boxed{90}</think> so \boxed{91}", "91"),
     ],
 )
 def test_extract_answer(text, expected):
@@ -168,9 +178,17 @@ _VECTORS = json.loads((Path(__file__).parent / "vectors" / "math_answers.json").
 @pytest.mark.parametrize("case", _VECTORS, ids=lambda case: f"{case['gold']}:{case['response'][-30:]!r}")
 def test_the_verdict_is_right_on_each_kind_of_closing(case):
     # closing sentence with no marker, retraction after a box, number words, space-grouped digits, a bold last
-    # line, \fbox -- and their near misses, which must stay wrong (the file also holds math-verify's and
-    # inspect_evals' AIME scorer's verdicts on the same responses)
+    # line, \fbox; hedges between two values, money, Result:, a box only in cut-off thinking -- and their near
+    # misses, which must stay wrong. Beside ours, the file holds math-verify's and inspect_evals' AIME scorer's
+    # verdicts on the same responses (docs/experiments/fidelity.md compares the three).
     assert is_equivalent(extract_answer(case["response"]), case["gold"]) is case["right"]
+
+
+@pytest.mark.parametrize("case", _VECTORS, ids=lambda case: f"{case['gold']}:{case['response'][-30:]!r}")
+def test_the_recorded_math_verify_verdicts_are_the_installed_math_verifys(case):
+    from math_verify import parse, verify
+
+    assert bool(verify(parse(case["gold"]), parse(case["response"]))) is case["math_verify"]
 
 
 def test_comparisons_run_off_the_main_thread_too():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.retrieval.corpus import split_contents
-from harness.systems import mask, run_system
+from harness.systems import mask, mask_parse, run_system
 from harness.tools.output import Hit, QueryResult, ToolText, render_results
 from judges import lexical
 
@@ -189,14 +189,16 @@ async def test_immediate_end_still_answers(doubles):
 
 
 def test_parsers():
-    assert mask.parse_plan(PLAN) == (
-        [("Which company developed ChatGPT?", "unkown"), ("Who is its CEO?", "unkown")],
-        "unknown",
+    assert mask_parse.plan_values(PLAN, QUESTION, "final_answer") == mask_parse.PlanReading(
+        [("Which company developed ChatGPT?", "unkown"), ("Who is its CEO?", "unkown")], [1, 2], "unknown"
     )
-    assert mask.parse_update("<Update>τ2</Update>", 2) == ("update", 1)
-    assert mask.parse_update("<Update>t3</Update>", 2) == ("invalid", None)
-    assert mask.parse_update("<Add>t3</Add>", 2) == ("add", None)
-    assert mask.parse_update("replace t1", 2) == ("invalid", None)
+    assert mask_parse.update_operation("<Update>t2</Update>", [1, 2]) == ("update", 2)
+    assert mask_parse.update_operation("<Update>t3</Update>", [1, 3]) == ("update", 3)
+    # the released trajectory's keys are t<i>: no other spelling names a step
+    assert mask_parse.update_operation("<Update>τ2</Update>", [1, 2]) == ("invalid", None)
+    assert mask_parse.update_operation("<Update>t3</Update>", [1, 2]) == ("invalid", None)
+    assert mask_parse.update_operation("<Add>t3</Add>", [1, 2]) == ("add", None)
+    assert mask_parse.update_operation("replace t1", [1, 2]) == ("invalid", None)
 
 
 async def test_default_prompts_are_the_released_codes(doubles):
@@ -423,3 +425,94 @@ async def test_every_call_records_whether_its_reply_is_in_the_released_format(do
         ("update", False),  # t9: the trajectory has 3 steps
         ("answer", False),  # no tag
     ]
+
+
+_PARSE_VECTORS = json.loads((Path(__file__).parent / "vectors" / "mask_parse_values.json").read_text())
+
+
+def _parsed(case: dict, switches: str) -> object:
+    """Our value for one released ``parse_response`` vector (the released plain bugs on with ``released``)."""
+    question, passages = _PARSE_VECTORS["question"], _PARSE_VECTORS["passages"]
+    reply, released = case["reply"], switches == "released"
+    if case["role"] == "plan":
+        reading = mask_parse.plan_values(reply, question, "final_answer")
+        return [list(step) for step in reading.steps], reading.answer, [f"t{n}" for n in reading.numbers]
+    if case["role"] == "search":
+        action = mask_parse.search_action(reply, "released" if released else "end")
+        return action.action, action.query
+    if case["role"] == "summary":
+        return mask_parse.evidence(reply, "capital of Arvena", passages)
+    if case["role"] == "update":
+        steps = [list(step) for step in case["trajectory"]]
+        _, number = mask_parse.update_operation(reply, list(range(1, len(steps) + 1)))
+        return [*steps, ["Q", "E"]] if number is None else [*steps[: number - 1], ["Q", "E"], *steps[number:]]
+    trajectory = [tuple(step) for step in case["trajectory"]]
+    return mask_parse.final_answer(reply, trajectory, "final_answer", "released" if released else "skip")
+
+
+def _released(case: dict) -> object:
+    keys = {"plan": ("steps", "answer", "keys"), "search": ("action", "query"), "summary": ("evidence",)}
+    keys |= {"update": ("updated",), "answer": ("answer",)}
+    values = tuple(case[key] for key in keys[case["role"]])
+    return values if len(values) > 1 else values[0]
+
+
+@pytest.mark.parametrize("case", _PARSE_VECTORS["cases"], ids=lambda case: case["role"])
+def test_values_equal_the_released_parse_response(case):
+    # computed by running M-ASK's released parse_response methods (see the file's "source"); with the switches set
+    # to "released", every value is the released one, the plan's step numbers (its trajectory's keys) included
+    assert _parsed(case, "released") == _released(case)
+
+
+def test_by_default_only_the_switched_behaviours_differ():
+    # the plan's values are the released ones; only its step numbers are renumbered 1..n by default
+    plans = [c for c in _PARSE_VECTORS["cases"] if c["role"] == "plan"]
+    assert all(_parsed(c, "defaults")[:2] == _released(c)[:2] for c in plans)
+    differing = [
+        c for c in _PARSE_VECTORS["cases"] if c["role"] != "plan" and _parsed(c, "defaults") != _released(c)
+    ]
+    assert {c["role"] for c in differing} == {"search", "answer"}
+    assert all(c["action"] == "search" and c["query"] == "" for c in differing if c["role"] == "search")
+    for case in (c for c in differing if c["role"] == "answer"):  # the "largest number" guess, or nothing
+        assert _parsed(case, "defaults") == case["trajectory"][0][1] != case["answer"]
+
+
+async def test_an_empty_search_ends_the_loop_unless_released(doubles):
+    toolbox, log = doubles.toolbox({"retrieve": lambda query: "[1] nothing"})
+    for choice, searched in (("end", []), ("released", [""])):
+        chat = doubles.Chat(
+            scripts(
+                ["<search></search>", "<end>"],
+                ["<evidence>x</evidence>"],
+                ["<Add>t3</Add>"],
+                ["<final_answer>B</final_answer>"],
+            )
+        )
+        episode = await mask.run(QUESTION, chat, toolbox, empty_query=choice)
+        assert [call.arguments["query"] for call in episode.tool_calls] == searched
+
+
+async def test_released_step_numbers_keep_the_plans_keys_and_an_add_can_overwrite(doubles):
+    toolbox, _ = doubles.toolbox({"retrieve": lambda query: DOCS[query]})
+    plan = "<q1>Which company developed ChatGPT?</q1><a1>unkown</a1><q3>Who is its CEO?</q3><a3>unkown</a3>"
+    for numbers, shown, final in (
+        ("renumbered", "t2: Q: Who is its CEO?", ["Who is its CEO?", "unkown"]),
+        ("released", "t3: Q: Who is its CEO?", ["CEO of OpenAI", "Sam Altman"]),
+    ):
+        chat = doubles.Chat(
+            {
+                "plan": [plan],
+                "search": ["<search>CEO of OpenAI</search>", "<end>"],
+                "summary": ["<evidence>Sam Altman</evidence>"],
+                "update": ["<Add>t3</Add>"],
+                "answer": ["<final_answer>Sam Altman</final_answer>"],
+            }
+        )
+        episode = await mask.run(QUESTION, chat, toolbox, step_numbers=numbers)
+        [update] = episode.calls_by_role("update")
+        assert shown in update.messages[-1]["content"] and update.meta["legal_format"]
+        # released: t3 exists, so the Add of step n + 1 = 3 overwrites it; renumbered: it is appended
+        assert episode.meta["trajectory"][1] == final and episode.meta["trajectory"][-1] == [
+            "CEO of OpenAI",
+            "Sam Altman",
+        ]

@@ -87,3 +87,41 @@ def test_summary_prompts_equal_matpos_renderings_byte_for_byte(case):
     assert planner == case["planner_summary"]
     worker = matpo.worker_summary_prompt(prompts, case["main_query"], case["subtask"], case["failed"])
     assert worker == case["worker_summary"]
+
+
+_RELEASED_VECTORS = json.loads(
+    (Path(__file__).parent / "vectors" / "matpo_released_worker_summary.json").read_text()
+)
+
+
+@pytest.mark.parametrize("case", _RELEASED_VECTORS["cases"], ids=lambda c: f"failed{c['failed']}")
+def test_released_worker_summary_equals_matpos_rereading_of_its_recap(case):
+    # computed by MATPO's released final_summary on its own recap (see the file's "source"): a query or subtask
+    # with a double quote is cut at the first one
+    prompts = prompt_set("matpo", "paper")
+    [_, recap] = prompts.messages(
+        "worker", {"main_query": case["main_query"], "task_description": case["subtask"]}
+    )
+    inputs = matpo.released_summary_inputs(recap["content"])
+    assert matpo.worker_summary_prompt(prompts, *inputs, case["failed"]) == case["worker_summary"]
+
+
+async def test_summary_query_released_cuts_a_quoted_query_in_the_worker_summary_only(doubles):
+    question = 'Who wrote "The Hobbit"?'
+    toolbox, _ = doubles.toolbox({"search": lambda query: RESULTS, "browse": lambda url: "page"})
+    summaries = []
+    for choice in ("whole", "released"):
+        chat = doubles.Chat({"planner": [DELEGATE, "\\boxed{Tolkien}"], "worker": ["Tolkien", "Tolkien"]})
+        episode = await matpo.run(question, chat, toolbox, summary_query=choice)
+        opening, summary = episode.calls_by_role("worker")
+        assert question in opening.messages[-1]["content"]  # the recap itself is whole either way
+        summaries.append(summary.messages[-1]["content"])
+    assert question in summaries[0] and question not in summaries[1]
+    assert (
+        'Who wrote "\nYour assigned subtask was: "Arvena"' in summaries[1]
+    )  # cut at the query's first quote
+
+
+async def test_summary_query_released_needs_the_paper_recap():
+    with pytest.raises(ValueError, match="summary_query=released re-reads the paper prompts' recap"):
+        await matpo.run(QUESTION, None, None, summary_query="released", recap=False)

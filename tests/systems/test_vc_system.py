@@ -35,10 +35,39 @@ async def columns(doubles, episode, gold="42"):
         ("**Correctness:** Mostly correct", None),
         ("**Correctness:** Wrong, but the final answer is correct", None),
         ("**Correctness:** Correct in part; the proof is incomplete", None),
+        ("**Correctness:** Correct or wrong", None),
+        ("**Correctness:** Right, mostly", None),
+        ("**Correctness:** Not wrong", None),
+        # the labelled line wins over a later prose mention of correctness (issue #35: that mention used to win)
+        ("**Correctness:** Correct\nI checked the correctness of every step twice.", True),
+        ("**Correctness:** Wrong\n\nOverall correctness hinges on step 2, which is fine otherwise.", False),
+        ("Correctness:\n**Correct**\nThe correctness argument is sound.", True),
     ],
 )
 def test_parse_verdict_is_strict(report, verdict):
     assert vc.parse_verdict(report) is verdict
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "Right",
+        "True",
+        "Yes",
+        "correct (with gaps)",
+        "Correct -- no errors",
+        "Correct — no errors",
+        "Correctly solved",
+    ],
+)
+def test_the_listed_synonyms_read_as_correct(verdict):
+    # issue #35: seven intended passes were unparsable; each is a synonym of the verdict the prompt asks for
+    assert vc.parse_verdict(f"**List of Findings:**\n* none\n\n**Correctness:** {verdict}") is True
+
+
+def test_bug_report_stops_at_the_labelled_verdict_line():
+    report = WRONG + "\nThe correctness of step 1 is not in doubt."
+    assert vc.bug_report(report) == vc.bug_report(WRONG)
 
 
 def test_bug_report_drops_the_verdict_field():

@@ -153,7 +153,8 @@ def test_text_only_rules_drop_attachment_rows(tmp_path):
 def test_bundled_samples_are_small_and_gaia_samples_are_synthetic():
     for name in BENCHMARKS:
         loaded = load_benchmark(name, data="samples")
-        assert 1 <= loaded.provenance["rows_read"] <= 10, name
+        # a benchmark's samples are a taste of it; a set that ships whole (the sanity set) is its own size
+        assert 1 <= loaded.provenance["rows_read"] <= (24 if BENCHMARKS[name].bundled else 10), name
         assert loaded.provenance["source"] == "samples"
     gaia = load_benchmark("gaia", data="samples").dataset
     assert all("synthetic" in str(sample.id) for sample in gaia)

@@ -177,9 +177,9 @@ def test_eviction_drops_the_least_recently_used_open_entries_and_never_a_frozen_
     for index in range(6):
         store.record("open", f"key{index}", "search", {"i": index}, f"{index}".encode() * 700, "ok")
         if index >= 1:
-            assert store.lookup("open", "key1") is not None  # used again: the most recent use
+            assert store.entry("open", "key1") is not None  # used again: the most recent use
     assert store.total_bytes() <= 3000
-    assert store.lookup("kept", store.entries("kept")[0].key) is not None
+    assert store.get_blob(store.entries("kept")[0].blob) is not None
     left = {entry.key for entry in store.entries("open")}
     assert "key1" in left and "key0" not in left and "key5" in left
     blob_files = {path.stem for path in (tmp_path / "blobs").rglob("*.z")}
@@ -298,3 +298,31 @@ def test_mara_tools_lists_freezes_exports_and_imports_and_refuses_bad_input_in_o
         error = capsys.readouterr().err
         assert error.startswith("mara tools: ") and error.count("\n") == 1
     assert not (tmp_path / "c").exists()  # a refused import leaves no store behind
+
+
+def test_a_snapshot_frozen_mid_record_sends_the_rest_to_a_continuation_with_one_warning(tmp_path, caplog):
+    calls: list = []
+    cache = open_cache("replay-or-record", "night", str(tmp_path), None)
+    tool = cache.wrap("search", recording_tool(calls), {})
+    run(tool(query="before"))
+    frozen = open_store(str(tmp_path), create=False).freeze("night")  # another shell: mara tools freeze night
+    with caplog.at_level("WARNING", logger="harness.toolcache.cached"):
+        for query in ("after", "later", "before"):
+            assert "live answer" in run(tool(query=query))
+    continuation = f"night.after-{frozen.digest.removeprefix('sha256:')[:12]}"
+    assert [record.message for record in caplog.records if "was frozen while" in record.message] == [
+        f"tool cache: snapshot 'night' of {tmp_path} was frozen while this run recorded into it (id {frozen.digest});"
+        f" the run records the rest into snapshot '{continuation}' and still replays the frozen one"
+    ]
+    store = open_store(str(tmp_path), create=False)
+    assert store.verify("night").digest == frozen.digest and store.verify("night").entries == 1
+    assert {entry.request["arguments"]["query"] for entry in store.entries(continuation)} == {
+        "after",
+        "later",
+    }
+    assert [call["query"] for call in calls] == [
+        "before",
+        "after",
+        "later",
+    ]  # "before" replayed from the frozen one
+    assert (cache.counts.record, cache.counts.hit) == (3, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 import tracemalloc
 
 import pytest
@@ -144,3 +145,64 @@ async def test_an_api_key_follows_a_redirect_on_the_same_host(web):
     web.route("/v2/serper", web.reply(body=SERPER_REPLY))
     assert "https://example.org/everest" in await toolbox(web, ["search"]).call("search", query="everest")
     assert web.hits("/v2/serper")[0].headers["X-API-KEY"] == KEY
+
+
+@pytest.mark.parametrize("status", [302, 307])
+async def test_a_search_endpoint_redirect_is_checked_like_a_browse_hop_and_named(web, status):
+    metadata = "http://169.254.169.254/latest/meta-data/"
+    web.route("/serper", web.reply(status, "", "text/plain", headers={"Location": metadata}))
+    search = toolbox(
+        web, ["search"], browse_allow_private=False
+    )  # the endpoint itself is the operator's choice
+    with pytest.raises(
+        ToolError, match=r"serper search: will not fetch http://169.254.169.254/latest/"
+    ) as caught:
+        await search.call("search", query="everest")
+    assert "API key" not in str(caught.value) and "metadata" in str(caught.value)
+
+
+async def test_a_scholar_endpoint_redirect_to_another_private_origin_is_refused(web, other_web):
+    web.route("/openalex", web.reply(302, "", "text/plain", headers={"Location": f"{other_web.url}/works"}))
+    scholar = toolbox(web, ["scholar"], openalex_url=f"{web.url}/openalex", browse_allow_private=False)
+    with pytest.raises(ToolError, match=r"openalex scholar: will not fetch http://\S+/works: .*loopback"):
+        await scholar.call("scholar", query="everest")
+    assert not other_web.requests
+
+
+class SlowStartingWorker:
+    """A page reader that takes a second to start and reads at once (what a loaded machine does to a real one)."""
+
+    started = 0
+
+    def __init__(self):
+        self.process = type("Alive", (), {"poll": lambda self: None, "returncode": None})()
+
+    def wait_started(self):
+        time.sleep(1.0)
+        SlowStartingWorker.started += 1
+
+    def read(self, page):
+        return {"ok": True, "title": "", "text": page.body.decode()}
+
+    def kill(self):
+        pass
+
+
+async def test_a_page_readers_start_up_is_not_counted_in_the_extract_deadline(monkeypatch):
+    from harness.tools import page_worker
+
+    monkeypatch.setattr(page_worker, "_Worker", SlowStartingWorker)
+    monkeypatch.setattr(page_worker, "_idle", [])
+    pages = [Page("text/plain", f"page {i}".encode(), None, "http://a/", 100) for i in range(8)]
+    read = await asyncio.gather(*(read_in_worker(page, seconds=0.2) for page in pages))
+    assert [text for _, text in read] == [f"page {i}" for i in range(8)]
+    assert SlowStartingWorker.started == 8
+
+
+async def test_building_browse_starts_page_readers_before_the_first_call(web, monkeypatch):
+    from harness.tools import page_worker
+
+    monkeypatch.setattr(page_worker, "_Worker", SlowStartingWorker)
+    monkeypatch.setattr(page_worker, "_idle", [])
+    toolbox(web, ["browse"])
+    assert len(page_worker._idle) == page_worker.MAX_IDLE

@@ -198,21 +198,27 @@ def test_the_format_penalty_adds_minus_one_to_each_malformed_call_as_the_release
     assert [s.reward for s in penalised][-1] == 0.0
 
 
-def test_a_search_reply_with_neither_tag_ends_the_loop_and_earns_exactly_minus_one(tiny_tokenizer):
-    gave_up = run(
+def test_a_search_reply_with_neither_tag_searches_its_first_line_and_is_penalised(tiny_tokenizer):
+    # the released SearchAgent.parse_response falls back to a query cut from the reply's first line
+    fallback = run(
         "mask",
         ITEM["question"],
-        {**{role: list(replies) for role, replies in SCRIPTS.items()}, "search": ["I would rather not"]},
+        {
+            **{role: list(replies) for role, replies in SCRIPTS.items()},
+            "search": ["I'd rather not, sorry.\nReally.", "<end>"],
+        },
+        tool_returning(retrieve="The capital of Arvena is Lomir."),
         answer_every_turn=True,
     )
     rewards = [
         s.reward
-        for s in configured(format_penalty=True).rewarded_samples(ITEM, [gave_up], None, tiny_tokenizer)
+        for s in configured(format_penalty=True).rewarded_samples(ITEM, [fallback], None, tiny_tokenizer)
     ]
-    assert [c.role for c in gave_up.calls] == ["plan", "search", "answer"] and gave_up.meta[
-        "stopped"
-    ] == "invalid"
-    assert rewards == [0.0, -1.0, 2 / 3]  # plan F1 0 (legal); invalid search -1; the answer's "Lomir city" F1
+    assert [c.role for c in fallback.calls] == ["plan", "search", "summary", "update", "answer", "search"]
+    assert fallback.tool_calls[0].arguments == {"query": "I d rather not sorry"}
+    assert fallback.meta["stopped"] == "end"
+    # plan F1 0 (legal); the fallback search: the turn's F1 gain 2/3 ("Lomir city"), -1 for its format
+    assert rewards[:2] == pytest.approx([0.0, 2 / 3 - 1])
 
 
 def test_without_the_penalty_the_rewards_are_todays_bit_for_bit(tiny_tokenizer):

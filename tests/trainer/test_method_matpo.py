@@ -1,4 +1,4 @@
-"""MATPO: 0.9·acc + 0.1·fmt on real planner/worker runs, GRPO over planner rows, each worker given its planner's
+"""MATPO: its reward manager's 0.9·acc + 0.5·(0.1·fmt_planner + mean 0.1·fmt_worker) on real planner/worker runs, GRPO over planner rows, each worker given its planner's
 scalar advantage on its own mask, and one smoke training step on the tiny model."""
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, t
 from harness.prompts.sets import prompt_set
 from trainer.config import TaskConfig
 from trainer.methods.base import GroupNorm
-from trainer.methods.matpo import advantages, format_score, rewarded_samples
+from trainer.methods.matpo import (
+    advantages,
+    matpo_reward,
+    planner_format,
+    rewarded_samples,
+    worker_formats,
+)
 from trainer.methods.mcp_format import format_reward
 from trainer.run.engine import Trainer
 
@@ -35,8 +41,8 @@ SUMMARY = "## Conclusion: **Lomir**"
 
 def searching_rollout():
     """Planner: delegates (well-formed), then names an unknown tool (malformed), then answers Lomir. Its worker:
-    a search, a call with broken JSON, then no tool (finished) and the summary (workers' calls are not scored).
-    acc 1; fmt = 1/2 (one of the planner's two blocks is well-formed); reward = 0.9 + 0.05 = 0.95."""
+    a search without ``gl``/``hl`` and a call with broken JSON (both malformed), then no tool (finished) and the
+    summary. acc 1; planner fmt 1/2, the worker's 0/2; reward = 0.9 + 0.5 * (0.05 + 0) = 0.925."""
     return run(
         "matpo",
         ITEM["question"],
@@ -51,7 +57,7 @@ def searching_rollout():
 
 def guessing_rollout():
     """Planner: delegates under the wrong server name (malformed), answers Paris; its worker answers at once.
-    acc 0; fmt = 0; reward = 0."""
+    acc 0; planner fmt 0, the worker's 1 (no block); reward = 0.5 * (0 + 0.1) = 0.05."""
     return run(
         "matpo",
         ITEM["question"],
@@ -66,11 +72,37 @@ def guessing_rollout():
 _MATPO_VECTORS = json.loads((Path(__file__).parent / "vectors" / "matpo_mcp_format.json").read_text())
 
 
-def test_format_score_is_matpos_check_over_the_planners_turns():
-    assert format_score(searching_rollout()) == pytest.approx(0.5)
-    assert format_score(guessing_rollout()) == 0.0
+_REWARD_VECTORS = json.loads((Path(__file__).parent / "vectors" / "matpo_reward.json").read_text())
+
+
+def test_formats_are_matpos_check_over_each_agents_turns():
+    assert planner_format(searching_rollout()) == pytest.approx(0.5)
+    assert worker_formats(searching_rollout()) == [0.0]
+    assert (planner_format(guessing_rollout()), worker_formats(guessing_rollout())) == (0.0, [1.0])
     no_tools = run("matpo", ITEM["question"], {"planner": ["\\boxed{Paris}"]})
-    assert format_score(no_tools) == 1.0  # MATPO: no tool call at all is format 1.0
+    assert (planner_format(no_tools), worker_formats(no_tools)) == (
+        1.0,
+        [],
+    )  # no tool call at all: format 1.0
+
+
+def test_two_worker_rollouts_are_scored_apart():
+    episode = run(
+        "matpo",
+        ITEM["question"],
+        {"planner": [DELEGATE, DELEGATE, "\\boxed{Lomir}"], "worker": ["Done.", SUMMARY, SEARCH, SUMMARY]},
+        tool_returning(search="The capital of Arvena is Lomir."),
+        worker_max_turns=1,
+    )
+    assert worker_formats(episode) == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "case", _REWARD_VECTORS["cases"], ids=lambda case: f"{len(case['worker_fmts'])}workers"
+)
+def test_reward_equals_matpos_reward_manager(case):
+    # computed by running the combination steps of MATPO's reward manager (see the file's "source"); exact floats
+    assert matpo_reward(case["acc"], case["planner_fmt"], case["worker_fmts"]) == case["reward"]
 
 
 @pytest.mark.parametrize("case", _MATPO_VECTORS["cases"], ids=lambda case: case["role"])
@@ -92,12 +124,12 @@ def test_rollout_reward_and_rows(samples):
         ("planner", None),
         ("worker", 2),
     ]
-    assert [s.reward for s in samples] == pytest.approx([0.95, 0.95, 0.0, 0.0])
+    assert [s.reward for s in samples] == pytest.approx([0.925, 0.925, 0.05, 0.05])
 
 
 def test_worker_rows_get_their_planners_scalar_advantage_on_their_own_masks(samples):
     advantages(samples, GroupNorm())
-    # planner rewards (0.95, 0.0): two distinct values normalise to +-1/sqrt(2)
+    # planner rewards (0.925, 0.05): two distinct values normalise to +-1/sqrt(2)
     assert [samples[0].advantage, samples[2].advantage] == pytest.approx(
         [1 / math.sqrt(2), -1 / math.sqrt(2)], abs=1e-5
     )
@@ -121,5 +153,5 @@ def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     real, scripted, moved = two_steps(trainer, [searching_rollout(), guessing_rollout()])
     assert real["skipped"] == 0.0 and all(math.isfinite(real[k]) for k in ("loss", "grad_norm", "entropy"))
     # with the look-up task's exact match as acc: both rollouts as above
-    assert scripted["reward_mean"] == pytest.approx(0.475)
+    assert scripted["reward_mean"] == pytest.approx((0.925 + 0.05) / 2)
     assert scripted["skipped"] == 0.0 and scripted["grad_norm"] > 0.0 and moved

@@ -284,7 +284,7 @@ def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp
 
 def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_parse(tiny_model_dir, tmp_path):
     from harness.systems.matpo import WORKER_TOOLS, parse_tool_use
-    from trainer.methods.matpo import format_score
+    from trainer.methods.matpo import planner_format
 
     trainer = _trainer("matpo-learn.yaml", tiny_model_dir, tmp_path)
     assert trainer.config.task.system_options["prompts"] == "compact"
@@ -296,6 +296,6 @@ def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_pa
         # the system's compact messages: the question last for the planner, the subtask last for the worker
         assert delegate.messages[-1]["content"] == item["question"]
         assert search.messages[-1]["content"].endswith(f"\nSubtask: {country}")
-        assert format_score(episode) == 1.0  # MATPO's check_mcp_format: the delegation is well-formed
+        assert planner_format(episode) == 1.0  # MATPO's check_mcp_format: the delegation is well-formed
         query = parse_tool_use(search.reply.text)
         assert query.tool in WORKER_TOOLS and country in query.arguments["q"]

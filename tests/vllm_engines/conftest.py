@@ -15,3 +15,10 @@ def vllm_model_dir(tmp_path_factory):
     from harness.tinymodel import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-256"), hidden_size=256)
+
+
+@pytest.fixture(scope="session", params=["tiny-256", "smollm2-135m"])
+def eval_model_dir(request, vllm_model_dir):
+    """The models the eval tests serve on both engines: the tiny one and SmolLM2-135M, the real model in the box
+    (skipped where it is not installed)."""
+    return request.getfixturevalue("smollm2") if request.param == "smollm2-135m" else vllm_model_dir

@@ -1,5 +1,5 @@
 """``local/`` through vLLM (its CPU build in CI): an Inspect eval scores with logprobs, and greedy decoding gives
-the transformers backend's tokens."""
+the transformers backend's tokens, on the tiny model and on SmolLM2-135M."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ QUESTIONS = ["What is 2+2?", "Name a prime number.", "What is the capital of Fra
 
 
 @pytest.fixture(scope="session")
-def vllm_log(vllm_model_dir, tmp_path_factory):
+def vllm_log(eval_model_dir, tmp_path_factory):
     """One eval of the questions on ``local/`` with ``-M backend=vllm``: greedy, with logprobs."""
     task = Task(
         dataset=[Sample(id=i, input=q, target="4") for i, q in enumerate(QUESTIONS)],
@@ -25,7 +25,7 @@ def vllm_log(vllm_model_dir, tmp_path_factory):
     )
     [log] = eval(
         task,
-        model=f"local/{vllm_model_dir}",
+        model=f"local/{eval_model_dir}",
         model_args={"backend": "vllm", "max_model_len": 1024, "seed": 0, "dtype": "float32"},
         max_tokens=12,
         temperature=0,
@@ -36,7 +36,7 @@ def vllm_log(vllm_model_dir, tmp_path_factory):
     return log
 
 
-def test_local_vllm_scores_an_eval_with_logprobs(vllm_log, vllm_model_dir):
+def test_local_vllm_scores_an_eval_with_logprobs(vllm_log, eval_model_dir):
     assert vllm_log.status == "success", vllm_log.error
     assert len(vllm_log.samples) == len(QUESTIONS)
     for sample in vllm_log.samples:
@@ -44,15 +44,15 @@ def test_local_vllm_scores_an_eval_with_logprobs(vllm_log, vllm_model_dir):
         logprobs = sample.output.choices[0].logprobs.content
         assert len(logprobs) == sample.output.usage.output_tokens
         assert all(entry.logprob <= 0.0 for entry in logprobs)
-    assert f"local/{vllm_model_dir}" in vllm_log.stats.model_usage
+    assert f"local/{eval_model_dir}" in vllm_log.stats.model_usage
 
 
 NEAR_TIE = 1e-3
 """A top-2 logprob margin under which two engines' rounding may pick different greedy tokens."""
 
 
-async def test_greedy_tokens_equal_the_transformers_backend(vllm_log, vllm_model_dir):
-    hf = get_model(f"local/{vllm_model_dir}", backend="hf", dtype="float32", memoize=False)
+async def test_greedy_tokens_equal_the_transformers_backend(vllm_log, eval_model_dir):
+    hf = get_model(f"local/{eval_model_dir}", backend="hf", dtype="float32", memoize=False)
     config = GenerateConfig(max_tokens=12, temperature=0, logprobs=True, top_logprobs=2)
     for sample in sorted(vllm_log.samples, key=lambda s: s.id):
         expected = await hf.generate(QUESTIONS[sample.id], config=config)

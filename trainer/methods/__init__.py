@@ -5,7 +5,7 @@ episodes become rewarded samples and which advantages they get.
 * ``marsrl`` -- MarsRL's agent-specific rewards for the V-C system, over ordinary or grouped agentic rollouts
   (``marsrl.py``, ``marsrl_rollout.py``);
 * ``mars`` -- MARS's shared trajectory reward, per-system advantages and balanced System-1 sampling (``mars.py``);
-* ``matpo`` -- MATPO's 0.9·acc + 0.1·fmt reward, planner advantages broadcast to workers (``matpo.py``);
+* ``matpo`` -- MATPO's reward manager's 0.9·acc + 0.5·(0.1·fmt_planner + mean 0.1·fmt_worker), planner advantages broadcast to workers (``matpo.py``);
 * ``mask`` -- M-ASK's turn-level F1 rewards for PPO with a shared critic (``mask.py``).
 """
 

@@ -81,8 +81,8 @@ def trajectory_rewards(episode: Episode, golds: str | list[str]) -> dict[int, fl
 def format_penalty(call: ModelCall) -> float:
     """The released code's penalty of one call: ``FORMAT_PENALTY`` for a reply outside its role's strict format,
     else 0. A Search call that ends the loop with ``<end>`` is never penalised (the released code rewards it 0
-    whatever its format); one with neither tag ends our loop where the released code would search on a fallback
-    query cut from the reply, penalised, and is penalised here."""
+    whatever its format); one with neither tag searches on a fallback query cut from the reply, as the released
+    code does, and is penalised."""
     if call.role == SEARCH and SearchOutcome.of(call.meta).action == "end":
         return 0.0
     return 0.0 if FormatCheck.of(call.meta).legal_format else FORMAT_PENALTY

@@ -1,12 +1,18 @@
 """MATPO (arXiv:2510.04678, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup):
 planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
 
-* Reward (experimental setup): ``0.9 * acc + 0.1 * fmt`` per rollout. ``acc`` is the task's outcome reward (the
-  judge's 1/0); ``fmt`` is MATPO's code's tool-format reward (``check_mcp_format``, mzf666/MATPO@3c41d62,
-  ``trainer.methods.mcp_format``) over the planner's turns -- the rollout MATPO rewards, its workers taking its
-  advantage: the share of ``<use_mcp_tool>`` blocks (thinking included) that call a listed tool as its schema
-  asks, 1.0 without any block. The schemas are the paper's planner system prompt's (the tools are the same
-  whichever prompt set the planner was shown).
+* Reward: MATPO's reward manager with workers (``SubagentToolRewardManager._call_include_subagent_tool``,
+  mzf666/MATPO@3c41d62 ``verl/workers/reward_manager/subagent_tool.py``, weights 0.9 / 0.1 from its GRPO configs):
+  ``0.9 * acc + 0.5 * (0.1 * fmt_planner + mean over the worker rollouts of 0.1 * fmt_worker)``; a rollout without
+  any worker gets ``0.9 * acc + 0.1 * fmt_planner`` (its ``_call_only_main_agent``). ``acc`` is the task's outcome
+  reward (the judge's 1/0); each ``fmt`` is MATPO's code's tool-format reward (``check_mcp_format``,
+  ``trainer.methods.mcp_format``) over one agent's turns: the planner's, and each worker rollout's (its tool loop
+  and final summary): the share of ``<use_mcp_tool>`` blocks (thinking included) that call a listed tool as its
+  schema asks, 1.0 without any block. The schemas are the role's paper system prompt's (the tools are the same
+  whichever prompt set the agent was shown). One difference: the released manager scores a whole batch at once,
+  and when any rollout of the batch ran a worker, a rollout without workers gets ``0.5 * 0.1 * fmt_planner``
+  (its worker mean is taken as 0); here each rollout is scored alone, as the manager scores a batch without
+  workers.
 * Samples: the planner's conversation is one sample (worker summaries are tool-response turns, out of its mask);
   each worker rollout (its tool loop and final summary) is one sample whose ``parent`` is its planner's row.
 * Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)):
@@ -18,11 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from harness.prompts.sets import prompt_set
 from harness.systems.matpo import PLANNER, WORKER
+from harness.systems.outcomes import WorkerOutcome
 from harness.systems.types import Episode
 from trainer.algorithms.advantages import broadcast
 from trainer.methods.base import (
@@ -36,19 +44,41 @@ from trainer.methods.base import (
 from trainer.methods.mcp_format import format_reward
 from trainer.rollouts.samples import Sample, samples_from_episode
 
-ACC_WEIGHT, FMT_WEIGHT = 0.9, 0.1
-"""reward = 0.9 * acc + 0.1 * fmt (experimental setup)."""
+ACC_WEIGHT, FMT_WEIGHT, WORKERS_SHARE = 0.9, 0.1, 0.5
+"""MATPO's accuracy and tool-format weights, and the planner/worker split of the format term (module docstring)."""
 
 
-def format_score(episode: Episode) -> float:
-    """MATPO's ``fmt`` of the rollout: ``check_mcp_format`` over the planner's replies (module docstring)."""
-    schemas = prompt_set("matpo", "paper").system_prompt(PLANNER) or ""
-    return format_reward(schemas, [call.reply.text for call in episode.calls_by_role(PLANNER)])
+def _agent_format(role: str, replies: list[str]) -> float:
+    schemas = prompt_set("matpo", "paper").system_prompt(role) or ""
+    return format_reward(schemas, replies)
+
+
+def planner_format(episode: Episode) -> float:
+    """MATPO's ``fmt`` of the planner: ``check_mcp_format`` over the planner's replies."""
+    return _agent_format(PLANNER, [call.reply.text for call in episode.calls_by_role(PLANNER)])
+
+
+def worker_formats(episode: Episode) -> list[float]:
+    """MATPO's ``fmt`` of each worker rollout (its tool loop and summary), in the order the planner delegated."""
+    rollouts: dict[int, list[str]] = {}
+    for call in episode.calls_by_role(WORKER):
+        rollouts.setdefault(WorkerOutcome.of(call.meta).subtask, []).append(call.reply.text)
+    return [_agent_format(WORKER, replies) for _, replies in sorted(rollouts.items())]
+
+
+def matpo_reward(accuracy: float, planner_fmt: float, worker_fmts: list[float]) -> float:
+    """MATPO's reward from ``acc`` and the agents' ``fmt``, in its reward manager's order of operations (module
+    docstring)."""
+    planner = FMT_WEIGHT * planner_fmt
+    if not worker_fmts:
+        return ACC_WEIGHT * accuracy + planner
+    workers = float(np.mean([FMT_WEIGHT * fmt for fmt in worker_fmts]))
+    return ACC_WEIGHT * accuracy + WORKERS_SHARE * (planner + workers)
 
 
 def rollout_reward(accuracy: float, episode: Episode) -> float:
-    """``0.9 * acc + 0.1 * fmt``."""
-    return ACC_WEIGHT * accuracy + FMT_WEIGHT * format_score(episode)
+    """MATPO's reward of one rollout (``matpo_reward`` over its planner's and workers' ``fmt``)."""
+    return matpo_reward(accuracy, planner_format(episode), worker_formats(episode))
 
 
 def rollout_samples(item: dict[str, Any], episode: Episode, reward: float, tokenizer: Any) -> list[Sample]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from harness.redaction import redact_record
 from trainer.algorithms.estimators import advantage_estimator
 from trainer.algorithms.scoring import episode_metrics, reward_metrics, training_rows
 from trainer.config import TrainConfig, to_dict
@@ -132,7 +133,7 @@ class Trainer:
                     print(f"held-out after the cold start: {summary_line(first)}")
         if main_rank:
             run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / "config.json").write_text(json.dumps(to_dict(config), indent=2))
+            (run_dir / "config.json").write_text(json.dumps(redact_record(to_dict(config)), indent=2))
         bar = tqdm(total=config.steps, initial=self.step, desc="train", disable=not main_rank)
         last: dict[str, float] = {}
         while self.step < config.steps:

@@ -13,6 +13,7 @@ import struct
 import zipfile
 from pathlib import Path
 
+from harness.packaged_models import PACKAGED_MODELS, PackagedModelError, installed_model
 from harness.typed_config import ConfigError
 from trainer.config import TrainConfig
 
@@ -23,8 +24,14 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt
 def check_inputs(config: TrainConfig, source: str) -> None:
     """Raise ``ConfigError`` when the recipe ``source`` names a task factory or a model folder that cannot work."""
     check_factory(config.task.factory, source)
-    if config.model.path and Path(config.model.path).is_dir():
-        check_model_folder(Path(config.model.path), f"{source}: model.path")
+    path = config.model.path
+    if path in PACKAGED_MODELS and not Path(path).is_dir():
+        try:
+            installed_model(path)
+        except PackagedModelError as err:
+            raise ConfigError(f"{source}: model.path: {err}") from None
+    elif path and Path(path).is_dir():
+        check_model_folder(Path(path), f"{source}: model.path")
 
 
 def check_factory(factory: str, where: str) -> None:

@@ -4,12 +4,14 @@ atomically)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
+from harness.packaged_models import read_origin, write_origin
+from harness.redaction import redact_record
 from trainer.config import TrainConfig, to_dict
 from trainer.learner.adapters import export_adapters
 from trainer.learner.distributed import Distributed
@@ -48,7 +50,7 @@ def state_dict(run: RunState) -> dict[str, Any]:
         "scheduler": update.scheduler.state_dict(),
         "prompts": run.prompts.state_dict(),
         "last_entropy": update.last_entropy,
-        "config": to_dict(run.config),
+        "config": redact_record(to_dict(run.config)),  # a record of the run: credentials hidden
     }
 
 
@@ -63,14 +65,18 @@ def save_step(run: RunState, run_dir: Path, step: int) -> None:
 
 
 def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> None:
-    """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads); under
-    per-role adapters, each role's adapter as a PEFT folder beside the base's reference
-    (``trainer.learner.adapters.export_adapters``) and the tokenizer."""
+    """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads), and the base
+    model's origin (a packaged model's source and quantisation) marked as trained in this run; under per-role
+    adapters, each role's adapter as a PEFT folder beside the base's reference
+    (``trainer.learner.adapters.export_adapters``) instead of the policy."""
     if models.adapters is not None:
         export_adapters(models.policy, directory, models.path)
     else:
         models.policy.save_pretrained(directory, state_dict=model_state)
     models.tokenizer.save_pretrained(directory)
+    origin = read_origin(models.path)
+    if origin is not None:
+        write_origin(directory, replace(origin, derived_from=str(directory.parents[1].absolute())))
 
 
 def resume_latest(run: RunState, run_dir: Path) -> int | None:

@@ -51,10 +51,12 @@ class ToyTask:
     def reward(self, item: dict[str, Any], episode: Episode) -> float:
         return reply_reward(episode.final_answer or "", item["answer"])
 
-    def benchmark_rows(self) -> list[dict[str, Any]]:
-        """The questions as rows of the AIME format, for ``-T data=`` of ``tasks/aime.py``."""
+    def benchmark_rows(self, heldout: bool = False) -> list[dict[str, Any]]:
+        """The training (or held-out) questions as rows of the AIME format, for ``-T data=`` of
+        ``tasks/aime.py`` (a trained Verifier scored on held-out sums through ``inspect eval``)."""
         return [
-            {"id": item["id"], "problem": item["question"], "answer": item["answer"]} for item in self.items
+            {"id": item["id"], "problem": item["question"], "answer": item["answer"]}
+            for item in (self.heldout if heldout else self.items)
         ]
 
 

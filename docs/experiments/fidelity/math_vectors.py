@@ -46,6 +46,33 @@ CASES = [
     (WORK + "ANSWER: 12345679", "12345678", False),
     (WORK + "\\boxed{025}", "25", True),
     (WORK + "No final answer is given here.", "12", False),
+    # round three (issue #35): hedges between two different values are wrong whichever value is the gold, with
+    # their unhedged controls; money and a "Result:" label; a box only in thinking cut off before </think>
+    *[
+        (WORK + template.format(a=a, b=b), gold, False)
+        for template in (
+            "The answer is \\boxed{{{a}}} or possibly \\boxed{{{b}}}.",
+            "So it is either $\\boxed{{{a}}}$ or $\\boxed{{{b}}}$.",
+            "\\boxed{{{a}}}, or perhaps \\boxed{{{b}}} if order matters.",
+            "ANSWER: {a}, maybe \\boxed{{{b}}}",
+        )
+        for a, b in (("32", "64"), ("7", "12"))
+        for gold in (a, b)
+    ],
+    (WORK + "The answer is \\boxed{32} or, equivalently, \\boxed{32.0}.", "32", True),
+    (WORK + "First guess \\boxed{32}. Rechecking the count, the answer is \\boxed{64}.", "64", True),
+    (WORK + "First guess \\boxed{32}. Rechecking the count, the answer is \\boxed{64}.", "32", False),
+    (WORK + "So the cost is \\boxed{\\$1,250.00}.", "1250", True),
+    (WORK + "So the cost is \\boxed{\\$1,250.50}.", "1250", False),
+    (WORK + "Total: $\\boxed{\\$12,000.0}$", "12000", True),
+    (WORK + "\\boxed{\\$3.75}", "3", False),
+    (WORK + "Result:\n\n**445**", "445", True),
+    (WORK + "Result:\n\n**446**", "445", False),
+    (WORK + "Final result: 88", "88", True),
+    (WORK + "\\boxed{17}\n\nResult: verified above.", "17", True),
+    (WORK + "<think>Let me try: maybe \\boxed{91}", "91", False),
+    ("<think>Counting gives \\boxed{91}.</think>\nThe answer is \\boxed{91}.", "91", True),
+    ("The answer is \\boxed{91}.\n<think>Double-checking: \\boxed{90}", "91", True),
 ]
 
 

@@ -32,6 +32,7 @@ from harness.typed_config import (
     validate,
 )
 from trainer import registry
+from trainer.adapter_config import LoraConfig, RoleConfig, check_roles
 from trainer.algorithm_config import (
     MARSRL_ROLLOUTS,
     MARSRL_SELECTIONS,
@@ -69,6 +70,9 @@ class ModelConfig:
     """Recompute each decoder layer's activations in the backward pass instead of keeping them (the policy's and
     the critic's training forwards; verl's ``enable_gradient_checkpointing``): activation memory falls from one
     per layer to one layer's, for about one more forward of compute. The gradients are the same."""
+    lora: LoraConfig | None = None
+    """Train a LoRA adapter per role over the frozen base instead of the full weights (``roles`` says which
+    adapter each role trains; ``trainer.adapter_config``); null: full weights."""
 
     def torch_dtype(self, *, cuda: bool) -> Any:
         """The parameter dtype as a ``torch.dtype`` (``auto`` resolved for a run on a GPU or not)."""
@@ -232,6 +236,58 @@ class TrainConfig:
     parallel: Parallel = "replicate"
     """Under ``torchrun``: ``replicate`` (each rank a whole model, gradients all-reduced) or ``fsdp`` (FSDP2:
     parameters, gradients and optimizer state sharded across ranks). Ignored by a single process."""
+    roles: dict[StrictStr, RoleConfig] = Field(default_factory=dict)
+    """Under ``model.lora``, per role of the system: its adapter (``own``, ``shared`` or ``frozen``) and learning
+    rate; a role left out trains its own adapter at ``optim.lr``."""
+
+    @model_validator(mode="after")
+    def _role_adapters_fit_the_run(self) -> TrainConfig:
+        if self.model.lora is None:
+            if self.roles:
+                raise ConfigProblem(
+                    "roles", "sets per-role adapters, and model.lora is null", "add model.lora: {}"
+                )
+            return self
+        from harness.systems import SYSTEMS
+
+        known = SYSTEMS[self.task.system].roles if self.task.system in SYSTEMS else ()
+        try:
+            check_roles(self.roles, known, self.task.system)
+        except ConfigProblem as problem:
+            raise ConfigProblem(f"roles.{problem.key}".rstrip("."), str(problem)) from None
+        clashes = sorted(set(self.roles) & set(self.rollout.frozen_roles))
+        if clashes:
+            raise ConfigProblem(
+                f"roles.{clashes[0]}",
+                "is served by another model (rollout.frozen_roles)",
+                "remove one of the two",
+            )
+        refusals = {
+            "optim.batching": (
+                self.optim.batching == "pack",
+                "packs rows of several roles into one sequence, and each row needs its role's adapter",
+                "set optim.batching: bucket",
+            ),
+            "rollout.backend": (
+                self.rollout.backend == "vllm",
+                "the vLLM engine is synced with full weights, not per-role adapters",
+                "set rollout.backend: hf (or auto)",
+            ),
+            "rollout.segment_tokens": (
+                self.rollout.segment_tokens is not None or self.algorithm.marsrl.pipeline,
+                "pipelined rollouts decode on a snapshot of full weights, not per-role adapters",
+                "remove it and algorithm.marsrl.pipeline",
+            ),
+            "parallel": (
+                self.parallel == "fsdp",
+                "per-role adapters are trained replicated",
+                "set parallel: replicate",
+            ),
+        }
+        for key, (refused, problem, fix) in refusals.items():
+            if refused:
+                raise ConfigProblem(key, f"{problem} (model.lora)", fix)
+        return self
 
     @model_validator(mode="after")
     def _streaming_rollouts_need_marsrl(self) -> TrainConfig:

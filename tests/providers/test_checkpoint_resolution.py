@@ -309,3 +309,45 @@ def test_damaged_weights_name_the_weight_file(tiny_qwen, tmp_path, damage):
         CheckpointError, match=rf"^{weights}: damaged or incomplete weights \(.*\); re-export"
     ):
         load_checkpoint(resolve_checkpoint(str(copy)), device="cpu")
+
+
+def role_adapter_run(run: Path, adapter: Path, roles: tuple[str, ...] = ("planner", "worker")) -> Path:
+    """A trainer run whose ``exports/step_2`` holds one adapter per role (copies of ``adapter``)."""
+    export = run / "exports" / "step_2"
+    for role in roles:
+        shutil.copytree(adapter, export / "adapters" / role)
+    return export
+
+
+def test_a_role_adapter_of_a_run_step_export_or_registry_entry_resolves_on_its_base(
+    tiny_qwen, adapter, tmp_path, monkeypatch
+):
+    export = role_adapter_run(tmp_path / "run", adapter)
+    sources = {
+        "run/adapters/worker": "run:adapters/worker",
+        "run/step_2/adapters/worker": "run:adapters/worker",
+        "reg/adapters/worker": "registry:reg:adapters/worker",
+        f"{export}/adapters/worker": "adapter",  # the folder itself
+    }
+    monkeypatch.setenv("MARA_CHECKPOINTS", str(write_registry(tmp_path / "reg.yaml", "reg:\n  path: run\n")))
+    for name, source in sources.items():
+        resolved = resolve_checkpoint(name)
+        assert resolved.adapter == str(export / "adapters" / "worker"), name
+        assert resolved.model == str(tiny_qwen), name
+        assert resolved.source == source, name
+    record = checkpoint_record("run/adapters/worker", resolve_checkpoint("run/adapters/worker"))
+    assert record.step == 2
+    assert record.base == str(tiny_qwen)
+
+
+def test_a_role_adapter_that_is_missing_names_the_roles_there(adapter, tmp_path):
+    role_adapter_run(tmp_path / "run", adapter)
+    with pytest.raises(CheckpointError, match="has no adapter for role 'judge'; its roles: planner, worker"):
+        resolve_checkpoint("run/adapters/judge")
+    with pytest.raises(
+        CheckpointError, match=r"holds one LoRA adapter per role \(planner, worker\); name one"
+    ):
+        resolve_checkpoint("run")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(CheckpointError, match="plain is no checkpoint with per-role adapters"):
+        resolve_checkpoint("plain/adapters/planner")

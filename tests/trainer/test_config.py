@@ -72,7 +72,7 @@ def test_mistyped_value_names_the_field(tmp_path):
         ),
         (
             "model: 3\n",
-            "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, gradient_checkpointing, path",
+            "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, gradient_checkpointing, lora, path",
         ),
         (
             "task: {factory: trainer.tasks.toy}\n",
@@ -186,7 +186,7 @@ def test_cli_reports_a_bad_config_with_exit_code_2(tmp_path, capsys):
     path.write_text("stepz: 3\n")
     assert train_main([str(path)]) == 2
     assert capsys.readouterr().out == f"mara train: {path}: stepz: unknown key; did you mean 'steps'? " + (
-        "valid keys: algorithm, eval, model, optim, parallel, rollout, save_every, seed, steps, task, warmup\n"
+        "valid keys: algorithm, eval, model, optim, parallel, roles, rollout, save_every, seed, steps, task, warmup\n"
     )
 
 

@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from trainer.learner.adapters import routed
+
 CHUNK_BYTES = 64 * 2**20
 """fp32 bytes of one chunk's ``(C, V)`` logits (64 MiB: about 110 rows at a 150k vocabulary, 512 at 32k); the
 forward and backward passes hold two such tensors at a time."""
@@ -258,7 +260,7 @@ def response_scores(
     device = next(model.parameters()).device
     hooks = [head.register_forward_pre_hook(take_hidden), head.register_forward_hook(score)]
     try:
-        with _model_softcap_off(model, softcap):
+        with _model_softcap_off(model, softcap), routed(model, batch.roles, len(batch.input_ids)):
             packed = model(
                 input_ids=batch.input_ids.to(device),
                 position_ids=batch.position_ids.to(device),

@@ -1,6 +1,8 @@
 """The models a run trains and reads: the base weights (a tiny model built into the run directory when the
 recipe names none), loaded onto this rank's device, sharded when the run is FSDP -- the policy, the frozen
-reference when the KL penalty is on, and the critic when the advantage estimator needs one."""
+reference when the KL penalty is on, and the critic when the advantage estimator needs one. Under ``model.lora``
+the policy is the frozen base with one LoRA adapter per role (``trainer.learner.adapters``) and the reference is
+that base with its adapters switched off."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, 
 
 from harness.packaged_models import PACKAGED_MODELS, installed_model
 from trainer.config import TrainConfig
+from trainer.learner.adapters import BaseWeights, RoleAdapters, attach
 from trainer.learner.distributed import Distributed
 
 
@@ -31,6 +34,8 @@ class Models:
     warmed-up one."""
     critic: torch.nn.Module | None
     """A token-value head on the base model (an estimator that needs a critic)."""
+    adapters: RoleAdapters | None = None
+    """Under ``model.lora``: each role's adapter on the policy (the reference is then ``BaseWeights``)."""
 
 
 def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Path | str:
@@ -92,6 +97,15 @@ def load_models(
         return dist.prepare(model.to(device) if device is not None else model)
 
     tokenizer = AutoTokenizer.from_pretrained(path)
+    if config.model.lora is not None:
+        from harness.systems import SYSTEMS
+
+        roles = SYSTEMS[config.task.system].roles
+        plan = RoleAdapters.plan(roles, config.roles, config.optim.lr)
+        policy = attach(load(AutoModelForCausalLM, trained=True), config.model.lora, plan)
+        reference = BaseWeights(policy).eval() if config.algorithm.kl_coef > 0 else None
+        value_model = load(AutoModelForTokenClassification, trained=True, num_labels=1) if critic else None
+        return Models(path, dtype, tokenizer, policy, reference, value_model, plan)
     policy = load(AutoModelForCausalLM, trained=True)
     reference = (
         load(AutoModelForCausalLM, trained=False).requires_grad_(False).eval()

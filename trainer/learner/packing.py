@@ -20,6 +20,7 @@ in both layouts they equal the scores of each row run alone.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ import torch
 from torch import Tensor
 
 from harness.binpack import first_fit_decreasing
+from trainer.learner.adapters import routed
 from trainer.rollouts.samples import Sample
 
 LAYOUTS = ("bucket", "pack")
@@ -72,6 +74,9 @@ class MicroBatch:
     """Response length of each sample, in ``rows`` order."""
     real_tokens: int
     """Tokens that are not padding."""
+    roles: list[str] = dataclasses.field(default_factory=list)
+    """The role of each sample, in ``rows`` order (a policy with per-role adapters routes each row through its
+    role's: ``trainer.learner.adapters.routed``)."""
 
     @property
     def slots(self) -> int:
@@ -111,6 +116,7 @@ def lay_out(samples: Sequence[Sample], rows: list[int], layout: str) -> MicroBat
         targets=torch.tensor([t for row in rows for t in samples[row].response_ids]),
         response_lengths=responses,
         real_tokens=sum(map(len, sequences)),
+        roles=[samples[row].role for row in rows],
     )
 
 
@@ -139,9 +145,10 @@ def padding_share(batches: Sequence[MicroBatch]) -> float:
 
 def _forward(model, batch: MicroBatch):
     device = next(model.parameters()).device
-    return model(
-        input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False
-    )
+    with routed(model, batch.roles, len(batch.input_ids)):
+        return model(
+            input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False
+        )
 
 
 def response_logits(model, batch: MicroBatch, temperature: float = 1.0) -> Tensor:

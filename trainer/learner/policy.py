@@ -2,7 +2,8 @@
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
 (``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. A call that continues an earlier
+contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. Under per-role LoRA adapters (``adapters``)
+each call decodes through its role's adapter, calls of different roles in one batch. A call that continues an earlier
 conversation is given the token ids that conversation was generated with, not a re-tokenisation of its text
 (``trainer.rollouts.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
 end-of-turn token unless truncated) and their logprobs under the model's unmodified distribution. Two
@@ -37,6 +38,7 @@ from harness.providers.sampling import Sampling
 from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
 from harness.systems.types import Message, Reply
 from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
+from trainer.learner.adapters import RoleAdapters
 from trainer.rollouts.episode_seeds import call_seed
 from trainer.rollouts.token_turns import TurnIds
 
@@ -81,6 +83,7 @@ class PolicyChat:
         generator: Generator | None = None,
         scheduler: str = "static",
         context_tokens: int | None = None,
+        adapters: RoleAdapters | None = None,
     ):
         if scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
@@ -96,6 +99,8 @@ class PolicyChat:
         self.scheduler = scheduler
         self.context_tokens = context_tokens
         """Most tokens a call's prompt and response hold together (``rollout.max_context_tokens``); None: no cap."""
+        self.adapters = adapters
+        """Per-role LoRA adapters (``model.lora``): each call decodes through its role's, in a mixed batch."""
         self.batch = DecodeBatch(model, tokenizer) if scheduler == "continuous" else None
         self.static = (
             RequestBatcher(self._complete, batch_size=ALL_PENDING, wait_ms=0)
@@ -130,6 +135,8 @@ class PolicyChat:
             settings = dataclasses.replace(settings, max_tokens=min(settings.max_tokens, room))
         if settings.seed is None:
             settings = dataclasses.replace(settings, seed=call_seed(prompt_ids))
+        if self.adapters is not None:
+            settings = dataclasses.replace(settings, adapter=self.adapters.adapter(role))
         request = (prompt_ids, settings, 0)
         if self.static is not None:
             completion = await self.static.submit(request)

@@ -25,6 +25,7 @@ from trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
 from trainer.algorithms.losses import aggregate, get_policy_loss, kl
 from trainer.algorithms.mastered_tokens import mastered_positive_tokens
 from trainer.config import TrainConfig
+from trainer.learner.adapters import adapter_parameters, plan_of
 from trainer.learner.distributed import Distributed
 from trainer.learner.logprobs import response_scores
 from trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
@@ -128,7 +129,18 @@ class PolicyUpdate:
         self.policy, self.reference, self.critic = policy, reference, critic
         self.trained = torch.nn.ModuleDict({"policy": policy})
         """The models the optimizer steps (its state is keyed by their parameter names)."""
-        groups = [{"params": list(policy.parameters()), "lr": config.optim.lr}]
+        self.adapters = plan_of(policy)
+        """Per-role adapters (``model.lora``): one parameter group each, its own learning rate, clipped alone."""
+        groups: list[dict] = [{"params": list(policy.parameters()), "lr": config.optim.lr}]
+        if self.adapters is not None:
+            groups = [
+                {"params": adapter_parameters(policy, name), "lr": lr, "adapter": name}
+                for name, lr in self.adapters.learning_rates.items()
+            ]
+        self.adapter_grad_norms: dict[str, float] = {}
+        """Each trained adapter's gradient norm before clipping, at the last optimizer step."""
+        self.adapter_updates: dict[str, float] = {}
+        """Each trained adapter's weight change (L2 norm) summed over the optimizer steps of the last update."""
         if critic is not None:
             self.trained["critic"] = critic
             groups.append({"params": list(critic.parameters()), "lr": config.algorithm.critic_lr})
@@ -188,6 +200,7 @@ class PolicyUpdate:
             "micro_batches": float(len(batches)),
             "mini_batches": float(parts),
             "padding_share": padding_share(batches),
+            **self.adapter_metrics(),
         }
 
     def _rows(
@@ -318,17 +331,64 @@ class PolicyUpdate:
             print(f"step {step}: non-finite loss; step skipped")
             return None
         self.dist.sum_gradients(parameters)
-        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, self.config.optim.grad_clip)
+        grad_norm = self._clip()
         if isinstance(grad_norm, DTensor):
             grad_norm = grad_norm.full_tensor()
         if not torch.isfinite(grad_norm):
             self.optimizer.zero_grad(set_to_none=True)
             print(f"step {step}: non-finite gradient norm; step skipped")
             return None
+        before = self._adapter_weights()
         with optimizer_on_device(self.optimizer, self.config.optim.offload_optimizer):
             self.optimizer.step()
+        for name, weights in before.items():
+            moved = sum(
+                float((p.detach() - w).square().sum())
+                for p, w in zip(self._groups[name], weights, strict=True)
+            )
+            self.adapter_updates[name] = self.adapter_updates.get(name, 0.0) + moved**0.5
         self.optimizer.zero_grad(set_to_none=True)
         return float(grad_norm)
+
+    def _clip(self) -> Tensor:
+        """Clip the gradients to ``optim.grad_clip`` -- their global norm, or under per-role adapters each
+        group's own (one role's large gradient does not shrink another's step) -- and return the norm over all
+        of them before clipping."""
+        clip, groups = self.config.optim.grad_clip, self.optimizer.param_groups
+        if self.adapters is None:
+            return torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], clip)
+        norms = [torch.nn.utils.clip_grad_norm_(group["params"], clip) for group in groups]
+        self.adapter_grad_norms = {
+            group["adapter"]: float(norm)
+            for group, norm in zip(groups, norms, strict=True)
+            if "adapter" in group
+        }
+        return torch.linalg.vector_norm(torch.stack(norms))
+
+    @property
+    def _groups(self) -> dict[str, list[Tensor]]:
+        """Each trained adapter's parameters (its optimizer group)."""
+        return {g["adapter"]: g["params"] for g in self.optimizer.param_groups if "adapter" in g}
+
+    def _adapter_weights(self) -> dict[str, list[Tensor]]:
+        """A copy of each trained adapter's weights (small: the adapters only), to measure the step's change."""
+        return {name: [p.detach().clone() for p in params] for name, params in self._groups.items()}
+
+    def adapter_metrics(self) -> dict[str, float]:
+        """Per role, of its adapter: ``role/<role>/lr``, ``role/<role>/grad_norm`` (last optimizer step, before
+        clipping) and ``role/<role>/adapter_update`` (the update's weight change, L2) -- 0 for a frozen adapter;
+        then forgets the update's sums. Empty for full weights."""
+        if self.adapters is None:
+            return {}
+        groups, rates = self.optimizer.param_groups, self.scheduler.get_last_lr()
+        rate = {group["adapter"]: lr for group, lr in zip(groups, rates, strict=True) if "adapter" in group}
+        metrics = {}
+        for role, name in self.adapters.adapters.items():
+            metrics[f"role/{role}/lr"] = rate.get(name, 0.0)
+            metrics[f"role/{role}/grad_norm"] = self.adapter_grad_norms.get(name, 0.0)
+            metrics[f"role/{role}/adapter_update"] = self.adapter_updates.get(name, 0.0)
+        self.adapter_updates = {}
+        return metrics
 
     def _micro_batch_loss(
         self, batch: MicroBatch, data: MicroRows, counts: LossCounts

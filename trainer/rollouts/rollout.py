@@ -27,6 +27,7 @@ from harness.systems import build_toolbox, get_system, run_system
 from harness.systems.types import Chat, Episode, Toolbox
 from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
 from trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from trainer.learner.adapters import RoleAdapters
 from trainer.learner.models import Models
 from trainer.learner.policy import PolicyChat
 from trainer.methods.base import GroupRollout, Method
@@ -113,10 +114,14 @@ def task_toolbox(task: Any, system: Any, tool_settings: dict[str, Any]) -> Toolb
 
 
 def vllm_generator(
-    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int
+    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int, *, adapters: bool = False
 ) -> Any | None:
-    """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
+    """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``
+    (always under per-role ``adapters``: one line says why)."""
     if rollout_backend(rollout.backend, model_path) != "vllm":
+        return None
+    if adapters:
+        print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
         return None
     from trainer.rollouts.vllm_rollout import VLLMGenerator
 
@@ -128,13 +133,26 @@ def vllm_generator(
     )
 
 
+ADAPTERS_ON_TRANSFORMERS = (
+    "per-role LoRA adapters decode with transformers (peft's mixed-adapter batches), not vLLM: the vLLM engine "
+    "here is synced with full weights, and vLLM's CPU build is not installed to serve LoRARequests"
+)
+
+
 def routed(chat: PolicyChat, rollout: RolloutConfig) -> PolicyChat | RoutedChat:
     """The policy chat, or a ``RoutedChat`` over it when the recipe freezes some roles on other models."""
     return RoutedChat(chat, rollout.frozen_roles) if rollout.frozen_roles else chat
 
 
-def policy_chat(rollout: RolloutConfig, policy: Any, tokenizer: Any, vllm: Any | None) -> PolicyChat:
-    """The live policy as the systems' ``Chat``: transformers generation, or the ``vllm`` engine."""
+def policy_chat(
+    rollout: RolloutConfig,
+    policy: Any,
+    tokenizer: Any,
+    vllm: Any | None,
+    adapters: RoleAdapters | None = None,
+) -> PolicyChat:
+    """The live policy as the systems' ``Chat``: transformers generation (through each role's adapter under
+    ``adapters``), or the ``vllm`` engine."""
     sampling = Sampling(max_tokens=rollout.max_tokens, temperature=rollout.temperature, top_p=rollout.top_p)
     return PolicyChat(
         policy,
@@ -143,6 +161,7 @@ def policy_chat(rollout: RolloutConfig, policy: Any, tokenizer: Any, vllm: Any |
         generator=vllm,
         scheduler="static" if vllm is not None else rollout.scheduler,
         context_tokens=rollout.max_context_tokens,
+        adapters=adapters,
     )
 
 
@@ -169,7 +188,13 @@ class Rollout:
 
         The vLLM engine starts before the task is built: its kernel dispatcher scans every loaded module when it
         starts, and fails on numba's objects, which a task building a BM25 index (bm25s) loads."""
-        vllm = vllm_generator(config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank)
+        vllm = vllm_generator(
+            config.rollout,
+            models.path,
+            models.dtype,
+            seed=config.seed * 1_009 + rank,
+            adapters=models.adapters is not None,
+        )
         task = training_task(config.task)
         system = get_system(config.task.system)
         system_options, tool_settings = system.split_options(config.task.system_options)
@@ -178,7 +203,10 @@ class Rollout:
             system=system,
             system_options=system_options,
             toolbox=task_toolbox(task, system, tool_settings),
-            chat=routed(policy_chat(config.rollout, models.policy, models.tokenizer, vllm), config.rollout),
+            chat=routed(
+                policy_chat(config.rollout, models.policy, models.tokenizer, vllm, models.adapters),
+                config.rollout,
+            ),
             vllm=vllm,
             own_rollout=method.rollout(config) if method.rollout is not None else None,
             group_size=config.rollout.group_size,

@@ -1,5 +1,6 @@
-"""``mara train CONFIG.yaml [--out DIR] [--resume] [--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``:
-run a training recipe with a progress bar and metrics (the tool flags record or replay the rollouts' tool calls).
+"""``mara train CONFIG.yaml [--out DIR] [--resume] [--steps N] [--warmup-steps N] [--adapters FILE]
+[--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``: run a training recipe with a progress bar and metrics (``--adapters`` trains one LoRA adapter
+per role, ``trainer.adapter_config``; the tool flags record or replay the rollouts' tool calls).
 
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
 no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
@@ -9,6 +10,7 @@ before any model is built or file written (``trainer.run.preflight``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from harness.invocation import user_path
@@ -25,6 +27,14 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
     parser.add_argument(
+        "--warmup-steps", type=int, help="override the recipe's cold-start steps (warmup.steps)"
+    )
+    parser.add_argument(
+        "--adapters",
+        help="a YAML file of {lora: {...}, roles: {...}}: train one LoRA adapter per role over the frozen base "
+        "(the recipe's model.lora and roles)",
+    )
+    parser.add_argument(
         "--tool-cache",
         help="record/replay the rollouts' tool responses: off|record|replay|replay-or-record (as -T tool_cache)",
     )
@@ -36,6 +46,11 @@ def main(argv: list[str]) -> int:
         config = load_config(args.config)
         if args.steps is not None:
             config = replace(config, "--steps", steps=args.steps)
+        if args.warmup_steps is not None:
+            warmup = {**to_dict(config)["warmup"], "steps": args.warmup_steps}
+            config = replace(config, "--warmup-steps", warmup=warmup)
+        if args.adapters is not None:
+            config = with_adapters(config, args.adapters)
         config = with_tool_cache_flags(config, args)
         check_inputs(config, args.config)
         if args.resume:
@@ -64,6 +79,18 @@ def with_tool_cache_flags(config, args: argparse.Namespace):
     task = to_dict(config)["task"]
     task["system_options"] = {**task["system_options"], **given}
     return replace(config, "--tool-cache", task=task)
+
+
+def with_adapters(config, path: str):
+    """``config`` with the per-role adapter settings of the YAML file ``path`` (``AdapterRecipe``) as its
+    ``model.lora`` and ``roles``; a problem names ``path``."""
+    from harness.typed_config import load_yaml, validate
+    from trainer.adapter_config import AdapterRecipe
+
+    settings = validate(AdapterRecipe, load_yaml(path) or {}, path)
+    model = {**to_dict(config)["model"], "lora": dataclasses.asdict(settings.lora)}
+    roles = {role: dataclasses.asdict(role_settings) for role, role_settings in settings.roles.items()}
+    return replace(config, path, model=model, roles=roles)
 
 
 def check_resumable(run_dir: Path) -> None:

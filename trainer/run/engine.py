@@ -68,6 +68,11 @@ class Trainer:
         check_heldout(self.task, config.eval.every)
         self.roles = list(self.rollout.system.roles)
         """The system's own role names: the ``role/<role>/...`` metrics of every step, in this order."""
+        adapters = self.models.adapters
+        self.untrained_roles = set(config.rollout.frozen_roles) | (
+            adapters.frozen_roles if adapters else set()
+        )
+        """Roles whose rows are not trained on: served by another model, or through a frozen adapter."""
         self.updater = PolicyUpdate(
             config, self.dist, self.method, self.roles, self.policy, self.reference, self.critic
         )
@@ -168,7 +173,7 @@ class Trainer:
             episode_metrics(self.dist, self.method, batch.items, batch.episodes, batch.unscored, batch.groups)
         )
         rows = training_rows(
-            batch.groups, self.method, self.config.algorithm, self.dist, self.config.rollout.frozen_roles
+            batch.groups, self.method, self.config.algorithm, self.dist, self.untrained_roles
         )
         samples = concatenate(rows.groups)
         staleness = [version - s.policy_version for s in samples if s.policy_version is not None]

@@ -13,6 +13,7 @@ from torch import Tensor
 from harness.packaged_models import read_origin, write_origin
 from harness.redaction import redact_record
 from trainer.config import TrainConfig, to_dict
+from trainer.learner.adapters import export_adapters
 from trainer.learner.distributed import Distributed
 from trainer.learner.models import Models
 from trainer.learner.update import PolicyUpdate
@@ -39,7 +40,11 @@ def state_dict(run: RunState) -> dict[str, Any]:
     return {
         "model": dist.model_state(models.policy),
         # the KL reference is the warmed-up policy (``trainer.run.warmup``), which a resumed run cannot rebuild
-        "reference": dist.model_state(models.reference) if models.reference is not None else None,
+        "reference": (
+            dist.model_state(models.reference)
+            if models.reference is not None and models.adapters is None  # else the policy's own base
+            else None
+        ),
         "critic": dist.model_state(models.critic) if models.critic is not None else None,
         "optimizer": dist.optimizer_state(update.trained, update.optimizer),
         "scheduler": update.scheduler.state_dict(),
@@ -61,8 +66,13 @@ def save_step(run: RunState, run_dir: Path, step: int) -> None:
 
 def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> None:
     """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads), and the base
-    model's origin (a packaged model's source and quantisation) marked as trained in this run."""
-    models.policy.save_pretrained(directory, state_dict=model_state)
+    model's origin (a packaged model's source and quantisation) marked as trained in this run; under per-role
+    adapters, each role's adapter as a PEFT folder beside the base's reference
+    (``trainer.learner.adapters.export_adapters``) instead of the policy."""
+    if models.adapters is not None:
+        export_adapters(models.policy, directory, models.path)
+    else:
+        models.policy.save_pretrained(directory, state_dict=model_state)
     models.tokenizer.save_pretrained(directory)
     origin = read_origin(models.path)
     if origin is not None:

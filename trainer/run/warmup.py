@@ -268,6 +268,8 @@ def warm_up(
         return []
     seed = config.seed
     samples = demo_samples(demos, seed)
+    if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
+        samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
     print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
     budget = config.optim.token_budget
     records = fit(
@@ -280,7 +282,9 @@ def warm_up(
         seed,
     )
     # the KL penalty holds RL near the cold-start policy, not the base weights
-    if models.reference is not None:
+    if (
+        models.reference is not None and models.adapters is None
+    ):  # per-role adapters: the reference is the base
         models.reference.load_state_dict(models.policy.state_dict())
     critic_records = []
     if models.critic is not None and settings.critic_steps:

@@ -81,6 +81,23 @@ def load_checkpoint(
     return LoadedModel(model=model.to(device).eval(), tokenizer=tokenizer, checkpoint=checkpoint)
 
 
+def check_weight_headers(checkpoint: ResolvedCheckpoint) -> None:
+    """Open the header of every ``*.safetensors`` file of ``checkpoint`` (model and adapter) without reading any
+    tensor: a truncated or damaged file is a ``CheckpointError`` before anything loads."""
+    from safetensors import SafetensorError, safe_open
+
+    for directory in (checkpoint.model, checkpoint.adapter):
+        if directory is None or not Path(directory).is_dir():
+            continue
+        for path in sorted(Path(directory).glob("*.safetensors")):
+            try:
+                safe_open(str(path), framework="pt")
+            except (SafetensorError, OSError) as err:
+                raise CheckpointError(
+                    f"{path}: damaged or incomplete weights ({err}); re-export or re-download the checkpoint"
+                ) from err
+
+
 def _weight_files(model: str) -> str:
     """The weight files of model directory ``model`` (the directory itself when it lists none)."""
     directory = Path(model)

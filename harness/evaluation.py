@@ -75,6 +75,10 @@ def _second_grader_roles(
     """The ``grader2`` role of a second judge, or None without one: ``-T second_grader=MODEL`` or the eval's own
     ``--model-role grader2=MODEL`` (which wins). A second grader needs an LLM judge."""
     bound = SECOND_GRADER_ROLE in model_roles()
+    if second_grader is not None and not second_grader.strip():
+        raise ConfigError(
+            "second_grader: empty; give a model (-T second_grader=openai/gpt-4o) or drop -T second_grader="
+        )
     if second_grader is None and not bound:
         return None
     if not uses_grader:

@@ -75,10 +75,6 @@ def _second_grader_roles(
     """The ``grader2`` role of a second judge, or None without one: ``-T second_grader=MODEL`` or the eval's own
     ``--model-role grader2=MODEL`` (which wins). A second grader needs an LLM judge."""
     bound = SECOND_GRADER_ROLE in model_roles()
-    if second_grader is not None and not second_grader.strip():
-        raise ConfigError(
-            "second_grader: empty; give a model (-T second_grader=openai/gpt-4o) or drop -T second_grader="
-        )
     if second_grader is None and not bound:
         return None
     if not uses_grader:
@@ -142,6 +138,10 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     ``arguments`` are the task parameters (``harness.tasks.TaskArguments``) and the system's options; a name that
     is neither is an error suggesting the closest of both.
     """
+    if "second_grader" in arguments and not (arguments["second_grader"] or "").strip():  # -T second_grader=
+        raise ConfigError(
+            "second_grader: empty; give a model (-T second_grader=openai/gpt-4o) or drop -T second_grader="
+        )
     task, system_options = split_task_arguments(arguments)
     system, judge_timeout = task.system, task.judge_timeout
     _check_option_names(system, system_options)

@@ -6,6 +6,8 @@ the directory and its weight files.
 
 from __future__ import annotations
 
+import json
+import logging
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,8 @@ from typing import Any
 import torch
 
 from harness.providers.resolve import CheckpointError, ResolvedCheckpoint
+
+logger = logging.getLogger(__name__)
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
@@ -33,13 +37,20 @@ def default_device() -> str:
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
-def torch_dtype(name: str, device: str) -> torch.dtype | str:
-    """``auto`` is float32 on CPU (half precision is slow there) and the checkpoint's own dtype on a GPU."""
-    if name == "auto":
-        return torch.float32 if device == "cpu" else "auto"
-    if name not in DTYPES:
-        raise CheckpointError(f"unknown dtype {name!r}; use one of auto, {', '.join(DTYPES)}")
-    return DTYPES[name]
+def explicit_dtype(name: str, device: str, model_dir: str) -> str:
+    """``-M dtype`` with ``auto`` resolved, the same on every engine: float32 on the CPU (half precision is slow
+    there, and vLLM's CPU build would run a float32 checkpoint in bfloat16), else the checkpoint's own
+    (``config.json``'s ``dtype`` / ``torch_dtype``; float32 where it names none)."""
+    if name != "auto":
+        if name not in DTYPES:
+            raise CheckpointError(f"unknown dtype {name!r}; use one of auto, {', '.join(DTYPES)}")
+        return name
+    if device == "cpu":
+        return "float32"
+    config = Path(model_dir) / "config.json"
+    data = json.loads(config.read_text()) if config.is_file() else {}
+    own = data.get("dtype") or data.get("torch_dtype")
+    return own if own in DTYPES else "float32"
 
 
 def load_checkpoint(
@@ -62,7 +73,9 @@ def load_checkpoint(
     from safetensors import SafetensorError
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(checkpoint.model, dtype=torch_dtype(dtype, device))
+        chosen = explicit_dtype(dtype, device, checkpoint.model)
+        logger.info("local/: transformers, %s on %s in %s", checkpoint.model, device, chosen)
+        model = AutoModelForCausalLM.from_pretrained(checkpoint.model, dtype=DTYPES[chosen])
     except (OSError, ValueError) as err:
         raise CheckpointError(f"cannot load a causal LM from {checkpoint.model}: {err}") from err
     except (SafetensorError, pickle.UnpicklingError, EOFError) as err:

@@ -113,10 +113,12 @@ def task_toolbox(task: Any, system: Any, tool_settings: dict[str, Any]) -> Toolb
 
 
 def vllm_generator(
-    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int
+    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int, steps: int
 ) -> Any | None:
-    """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``."""
-    if rollout_backend(rollout.backend, model_path) != "vllm":
+    """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``
+    (``auto``: when the run's ``steps`` are expected to generate enough tokens to pay for its start-up)."""
+    expected = steps * rollout.prompts_per_step * rollout.group_size * rollout.max_tokens
+    if rollout_backend(rollout.backend, model_path, expected) != "vllm":
         return None
     from trainer.rollouts.vllm_rollout import VLLMGenerator
 
@@ -169,7 +171,9 @@ class Rollout:
 
         The vLLM engine starts before the task is built: its kernel dispatcher scans every loaded module when it
         starts, and fails on numba's objects, which a task building a BM25 index (bm25s) loads."""
-        vllm = vllm_generator(config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank)
+        vllm = vllm_generator(
+            config.rollout, models.path, models.dtype, seed=config.seed * 1_009 + rank, steps=config.steps
+        )
         task = training_task(config.task)
         system = get_system(config.task.system)
         system_options, tool_settings = system.split_options(config.task.system_options)

@@ -1,5 +1,5 @@
-"""``mara train CONFIG.yaml [--out DIR] [--resume] [--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``:
-run a training recipe with a progress bar and metrics (the tool flags record or replay the rollouts' tool calls).
+"""``mara train CONFIG.yaml [--out DIR] [--resume] [--steps N] [--warmup-steps N] [--tool-cache MODE
+--tool-snapshot NAME --tool-store DIR]``: run a training recipe with a progress bar and metrics (the tool flags record or replay the rollouts' tool calls).
 
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
 no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
@@ -25,6 +25,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
     parser.add_argument(
+        "--warmup-steps", type=int, help="override the cold start's fine-tuning steps (warmup.steps; 0: none)"
+    )
+    parser.add_argument(
         "--tool-cache",
         help="record/replay the rollouts' tool responses: off|record|replay|replay-or-record (as -T tool_cache)",
     )
@@ -36,6 +39,9 @@ def main(argv: list[str]) -> int:
         config = load_config(args.config)
         if args.steps is not None:
             config = replace(config, "--steps", steps=args.steps)
+        if args.warmup_steps is not None:
+            warmup = {**to_dict(config)["warmup"], "steps": args.warmup_steps}
+            config = replace(config, "--warmup-steps", warmup=warmup)
         config = with_tool_cache_flags(config, args)
         check_inputs(config, args.config)
         if args.resume:

@@ -64,10 +64,7 @@ def load_checkpoint(
     if checkpoint.chat_template is not None:
         tokenizer.chat_template = Path(checkpoint.chat_template).read_text()
     if not tokenizer.chat_template:
-        raise CheckpointError(
-            f"the tokenizer in {checkpoint.tokenizer} has no chat template; pass -M chat_template=FILE "
-            "or set chat_template: in checkpoints.yaml"
-        )
+        raise CheckpointError(_NO_TEMPLATE.format(tokenizer=checkpoint.tokenizer))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     from safetensors import SafetensorError
@@ -94,9 +91,14 @@ def load_checkpoint(
     return LoadedModel(model=model.to(device).eval(), tokenizer=tokenizer, checkpoint=checkpoint)
 
 
-def check_weight_headers(checkpoint: ResolvedCheckpoint) -> None:
-    """Open the header of every ``*.safetensors`` file of ``checkpoint`` (model and adapter) without reading any
-    tensor: a truncated or damaged file is a ``CheckpointError`` before anything loads."""
+TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+"""Files beside a tokenizer that hold its chat template (else ``tokenizer_config.json``'s ``chat_template``)."""
+
+
+def check_before_loading(checkpoint: ResolvedCheckpoint) -> None:
+    """What can be checked of ``checkpoint`` without loading it, each problem a ``CheckpointError``: the header of
+    every ``*.safetensors`` file (model and adapter; no tensor is read), and that the tokenizer has a chat template
+    (or one is given)."""
     from safetensors import SafetensorError, safe_open
 
     for directory in (checkpoint.model, checkpoint.adapter):
@@ -109,6 +111,22 @@ def check_weight_headers(checkpoint: ResolvedCheckpoint) -> None:
                 raise CheckpointError(
                     f"{path}: damaged or incomplete weights ({err}); re-export or re-download the checkpoint"
                 ) from err
+    if checkpoint.chat_template is None and not _has_chat_template(Path(checkpoint.tokenizer)):
+        raise CheckpointError(_NO_TEMPLATE.format(tokenizer=checkpoint.tokenizer))
+
+
+_NO_TEMPLATE = (
+    "the tokenizer in {tokenizer} has no chat template; pass -M chat_template=FILE "
+    "or set chat_template: in checkpoints.yaml"
+)
+
+
+def _has_chat_template(tokenizer: Path) -> bool:
+    """Whether the tokenizer folder holds a chat template (``True`` where it is not a folder: left to the load)."""
+    if not tokenizer.is_dir() or any((tokenizer / name).is_file() for name in TEMPLATE_FILES):
+        return True
+    config = tokenizer / "tokenizer_config.json"
+    return config.is_file() and bool(json.loads(config.read_text()).get("chat_template"))
 
 
 def _weight_files(model: str) -> str:

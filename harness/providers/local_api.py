@@ -48,7 +48,7 @@ from inspect_ai.model import GenerateConfig, ModelAPI
 
 from harness.prerequisites import one_line_errors
 from harness.providers.backends import choose_backend
-from harness.providers.loading import check_weight_headers
+from harness.providers.loading import check_before_loading
 from harness.providers.local_options import BATCH_SIZE, LocalOptions
 from harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
 from harness.providers.resolve import resolve_checkpoint
@@ -75,7 +75,7 @@ def open_local_model(
         chat_template=options.chat_template,
         allow_download=options.allow_download,
     )
-    check_weight_headers(checkpoint)
+    check_before_loading(checkpoint)
     if choose_backend(options.backend, checkpoint.model) == "vllm":
         api = vllm_model(model_name, checkpoint, options, config)
     else:

@@ -27,6 +27,10 @@ directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the
 ``response_ids`` and ``logprobs`` in every output's metadata: the ``Reply`` field names, which
 ``harness.systems`` reads; transformers backend only).
 
+Creating the model checks the options, resolves the name and reads what can be read without loading
+(``harness.providers.loading.check_before_loading``); the weights load on the first call that needs them, since
+Inspect creates models before it builds and checks the tasks (a mistyped ``-T`` then costs no load).
+
 Every ``local/`` model carries the ``CheckpointRecord`` of what its name resolved to (``harness.providers.provenance``:
 path, run step, adapter, base, weights sha256), which the task's metadata records as ``resolved_checkpoint``.
 

@@ -75,6 +75,11 @@ def _no_tokenizer(work: Path) -> None:
         path.unlink()
 
 
+def _no_chat_template(work: Path) -> None:
+    shutil.copytree(work / TINY_MODEL, work / "untemplated")
+    (work / "untemplated" / "chat_template.jinja").unlink()
+
+
 def _cut_checkpoint(work: Path) -> None:
     step = work / "run" / "checkpoints" / "step_1"
     step.mkdir(parents=True)
@@ -141,6 +146,8 @@ CASES = [
              left_behind=("logs",)),
     BadInput("truncated safetensors under inspect eval", inspect_eval(model="local/cut"), "model.safetensors",
              setup=_truncated_weights, left_behind=("logs",)),
+    BadInput("local/ model without a chat template", inspect_eval(model="local/untemplated"), "no chat template",
+             setup=_no_chat_template, left_behind=("logs",)),
 ]  # fmt: skip
 
 OPTION_MISTAKES = [

@@ -187,7 +187,7 @@ def cache_keyword(model: Any) -> str:
     """The name ``model``'s forward takes a KV cache by: ``cache``, or ``past_key_values`` before the rename (a
     LoRA-wrapped model passes it on to its base model's forward)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return _cache_keyword(type(base))
+    return _cache_keyword(type(getattr(base.forward, "__self__", base)))  # a wrapper's forward: its model's
 
 
 @functools.cache

@@ -17,7 +17,10 @@ side's padding share of the computed token positions of its training forward (ou
 the longest row). Both sides run one torch thread; tokens/s is reported per wall-clock second and per CPU second
 of the child process: on a shared machine another job preempts either side's thread for a varying share of a
 pair's wall time (a child got 50-70% of a core under a load of 4 on 2 cores), which the CPU-time ratio does not
-see, so that is the one to trust there.
+see, so that is the one to trust there. It runs twice: with the default ``rollout.parity`` (``auto``: no parity
+forward on this, the ``hf``, backend) and with ``parity: warn`` on every row (the default before issue 37); each
+prints our step's breakdown (``time_sync``, ``time_rollout``, ``time_scoring``, ``time_parity``,
+``time_update`` as shares of ``time_step``).
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
 entropies at a real vocabulary size (32k), the chunked scorer (``trainer.learner.logprobs``) against the
@@ -143,9 +146,15 @@ def digit_overlap_reward(reply: str, answer: str) -> float:
     return sum(digit in reply for digit in digits) / len(digits)
 
 
-def ours(model_dir, run_dir) -> dict[str, float]:
-    """Seconds per step, tokens/s and padding share of our engine (steps after the first), its torch threads, and
-    the mean reward spread and gradient norm of its steps (the same-work check: both must be non-zero)."""
+PARITY = {"auto": {}, "every-row": {"parity": "warn", "parity_share": 1.0}}
+"""The rollout settings the TRL comparison runs under: the default, and a parity forward over every row."""
+PHASES = ("time_sync", "time_rollout", "time_scoring", "time_parity", "time_update")
+
+
+def ours(model_dir, run_dir, parity: str = "auto") -> dict[str, float]:
+    """Seconds per step, tokens/s and padding share of our engine (steps after the first), its torch threads,
+    the mean reward spread and gradient norm of its steps (the same-work check: both must be non-zero) and the
+    share of the step each phase took (``PHASES``), under the ``PARITY`` settings named ``parity``."""
     import trainer.tasks.toy as toy
 
     toy.reply_reward = (
@@ -155,7 +164,9 @@ def ours(model_dir, run_dir) -> dict[str, float]:
     config = TrainConfig(
         model=ModelConfig(path=str(model_dir), dtype="float32"),
         task=TaskConfig(args=TASK_ARGS),
-        rollout=RolloutConfig(prompts_per_step=PROMPTS, group_size=GROUP, max_tokens=NEW_TOKENS),
+        rollout=RolloutConfig(
+            prompts_per_step=PROMPTS, group_size=GROUP, max_tokens=NEW_TOKENS, **PARITY[parity]
+        ),
         optim=OptimConfig(lr=LR, grad_clip=1.0),
         steps=STEPS,
     )
@@ -173,6 +184,7 @@ def ours(model_dir, run_dir) -> dict[str, float]:
         "threads": torch.get_num_threads(),
         "reward_std": sum(m["reward_std"] for m in steps) / len(steps),
         "grad_norm": sum(m["grad_norm"] for m in steps) / len(steps),
+        **{phase: sum(m[phase] for m in steps) / sum(m["time_step"] for m in steps) for phase in PHASES},
     }
 
 
@@ -263,14 +275,15 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
+@pytest.mark.parametrize("parity", list(PARITY))
+def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path, parity):
     runs = itertools.count()
     in_fork(trl, eos_prone_dir, tmp_path / "trl-warm-up")  # not measured: page cache, imports
-    in_fork(ours, eos_prone_dir, tmp_path / "ours-warm-up")
+    in_fork(ours, eos_prone_dir, tmp_path / "ours-warm-up", parity)
     pairs = benchmark.pedantic(
         interleaved_pairs,
         args=(
-            lambda: in_fork(ours, eos_prone_dir, tmp_path / f"ours{next(runs)}"),
+            lambda: in_fork(ours, eos_prone_dir, tmp_path / f"ours{next(runs)}", parity),
             lambda: in_fork(trl, eos_prone_dir, tmp_path / f"trl{next(runs)}"),
             ROUNDS,
         ),
@@ -286,7 +299,7 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
     tokens_cpu = ratio_spread(pairs, lambda p: p.ours["tokens_per_cpu_s"] / p.baseline["tokens_per_cpu_s"])
     memory = ratio_spread(pairs, lambda p: p.ours["peak_rss_mib"] / p.baseline["peak_rss_mib"])
     sides = {
-        side: {key: _median([getattr(p, side)[key] for p in pairs]) for key in pairs[0].ours}
+        side: {key: _median([getattr(p, side)[key] for p in pairs]) for key in getattr(pairs[0], side)}
         for side in ("ours", "baseline")
     }
     benchmark.extra_info.update(
@@ -311,7 +324,9 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path):
         f"padding {sides['baseline']['padding_share']:.1%}, peak RSS +{sides['baseline']['peak_rss_mib']:.0f} MiB\n"
         f"tokens/s ours/TRL min/median/max: wall {tokens}, CPU {tokens_cpu} (target >= 1.5); "
         f"peak RSS ours/TRL: {memory}; "
-        f"our padding share target <= 10%"
+        f"our padding share target <= 10%\n"
+        f"our step (parity {parity}): "
+        + ", ".join(f"{phase.removeprefix('time_')} {sides['ours'][phase]:.1%}" for phase in PHASES)
     )
 
 

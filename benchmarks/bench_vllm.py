@@ -153,7 +153,9 @@ def test_trainer_rollout_per_backend(benchmark, tmp_path_factory):
 
     def rollout_rate(run: Trainer) -> float:
         metrics = run.train_step()
-        return sum(len(s.response_ids) for s in run.last_rewarded) / metrics["time_rollout"]
+        return sum(len(s.response_ids) for s in run.last_rewarded) / (
+            metrics["time_sync"] + metrics["time_rollout"]
+        )
 
     rollout_rate(hf), rollout_rate(vllm)  # warm-up
     pairs = benchmark.pedantic(

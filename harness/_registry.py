@@ -16,6 +16,9 @@ from harness import (
     accounting,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
+from harness.prerequisites import install_one_line_hook
 from harness.providers import adder, local_provider  # noqa: F401  (the `local/` and `adder/` providers)
 from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
 from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+
+install_one_line_hook()  # a configuration error ends a command as one line, whatever --display says

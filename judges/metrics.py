@@ -113,11 +113,23 @@ def calibration() -> Metric:
         for method, name in (("official", "calibration_error"), ("all_bins", "calibration_error_all_bins")):
             error = calibration_error(confidences, correct, method=method)
             if error is None:
-                logger.warning(calibration_undefined_reason(len(pairs), method))
+                _warn_once(method, calibration_undefined_reason(len(pairs), method))
             result[name] = NAN if error is None else error
         return result
 
     return compute
+
+
+_warned: set[str] = set()
+"""The calibration methods whose undefined value was already said in this process."""
+
+
+def _warn_once(method: str, reason: str | None) -> None:
+    """Say once per process why a calibration method is undefined (Inspect computes the metric per scorer and
+    reducer, so a small HLE run would say it several times)."""
+    if method not in _warned:
+        _warned.add(method)
+        logger.warning(reason)
 
 
 @metric

@@ -43,7 +43,7 @@ from trainer.algorithm_config import (
 from trainer.task_config import GraderConfig, TaskConfig
 
 Dtype = Literal["auto", "float32", "bfloat16"]
-ParityAction = Literal["warn", "fail", "off"]
+ParityAction = Literal["auto", "warn", "fail", "off"]
 TinyArch = Literal["qwen2", "llama"]
 Backend = Literal["auto", "hf", "vllm"]
 Scheduler = Literal["continuous", "static"]
@@ -105,11 +105,16 @@ class RolloutConfig:
     policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed and the policy's
     checkpoint has 100 MiB of weights or more), as ``local/`` picks (``harness.providers.backends``). ``vllm``
     where the package is missing is refused when the recipe is loaded."""
-    parity: ParityAction = "warn"
-    """What a step does when the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
-    step's generated tokens of |engine logprob - trainer forward logprob|, ``trainer.rollouts.parity``)
-    exceeds ``parity_bound``: ``warn`` (print one line and go on), ``fail`` (stop the run) or ``off`` (no
-    check; the metrics are still reported)."""
+    parity: ParityAction = "auto"
+    """Whether each step measures the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
+    measured generated tokens of |engine logprob - trainer forward logprob|, ``trainer.rollouts.parity``; an
+    extra no-gradient forward) and what it does when the gap exceeds ``parity_bound``: ``warn`` (print one line
+    and go on), ``fail`` (stop the run), ``off`` (not measured) or ``auto``: ``warn`` where the engine that
+    samples is not the trained model itself (a vLLM engine: other kernels, its own copy of the weights in
+    ``model.dtype``), ``off`` on the ``hf`` backend, which samples with the policy's own forward."""
+    parity_share: StrictFloat = Field(default=0.25, gt=0, le=1)
+    """Share of the step's rows whose tokens the parity check scores (evenly spaced, at least one row; 1: all);
+    reported as ``rollout/parity_share``."""
     parity_bound: StrictFloat = Field(default=0.02, gt=0)
     """The largest ``rollout/logprob_gap_mean`` a step accepts."""
     parity_tolerance: StrictFloat = Field(default=0.05, gt=0)

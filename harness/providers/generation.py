@@ -37,7 +37,7 @@ from typing import Any, Literal
 import torch
 
 from harness.providers.adapter_rows import BASE, active_adapter, adapter_rows
-from harness.providers.kv_slots import OwnCache, SlotCache
+from harness.providers.kv_slots import OwnCache, SlotCache, cache_keyword, returned_cache
 from harness.providers.sampling import (
     Sampling,
     choose_tokens,
@@ -220,15 +220,16 @@ class DecodeBatch:
                 logits_to_keep=1,
             )
         width = mask.shape[1]
-        if self.cache is None and not SlotCache.holds(out.past_key_values):
-            self.cache = OwnCache(out.past_key_values, mask)
+        prefilled = returned_cache(out)
+        if self.cache is None and not SlotCache.holds(prefilled):
+            self.cache = OwnCache(prefilled, mask)
             self._positions, self._logits = positions[:, -1].clone(), out.logits[:, -1, :]
             for slot, row in enumerate(rows):
                 row.slot, row.cached = slot, len(row.prompt)
             self.rows = rows
             return
         if self.cache is None:
-            self.cache = SlotCache(out.past_key_values, slots=len(rows), columns=2 * width + 16, hi=width)
+            self.cache = SlotCache(prefilled, slots=len(rows), columns=2 * width + 16, hi=width)
             self._positions = positions.new_zeros(0)
             self._logits = out.logits.new_zeros(0, out.logits.shape[-1])
         window = self.cache.window
@@ -242,7 +243,7 @@ class DecodeBatch:
             window.rows += grow
         self._free = self._free[len(rows) :]
         index = torch.tensor(slots, device=self.device)
-        self.cache.write(index, out.past_key_values, mask)
+        self.cache.write(index, prefilled, mask)
         self._positions[index] = positions[:, -1]
         self._logits[index] = out.logits[:, -1, :]
         for row, slot in zip(rows, slots, strict=True):
@@ -383,7 +384,7 @@ class DecodeBatch:
                 input_ids=input_ids,
                 attention_mask=cache.attention_mask(new_columns=1),
                 position_ids=self._positions[:, None],
-                past_key_values=cache.past_key_values,
+                **{cache_keyword(self.model): cache.past_key_values},
                 use_cache=True,
             )
         window.hi += 1

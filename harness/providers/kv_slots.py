@@ -23,6 +23,8 @@ column for every slot, in place, and attention reads the window as a view.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,12 +177,30 @@ class OwnCache:
             self.mask = torch.cat([self.mask, torch.zeros_like(self.mask)], dim=1)
 
 
+def returned_cache(output: Any) -> Any:
+    """The KV cache a forward pass returned: ``cache`` where transformers renamed it, else ``past_key_values``
+    (reading the old name where the new one exists warns on every run)."""
+    return output["cache"] if "cache" in output else output["past_key_values"]
+
+
+def cache_keyword(model: Any) -> str:
+    """The name ``model``'s forward takes a KV cache by: ``cache``, or ``past_key_values`` before the rename (a
+    LoRA-wrapped model passes it on to its base model's forward)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return _cache_keyword(type(getattr(base.forward, "__self__", base)))  # a wrapper's forward: its model's
+
+
+@functools.cache
+def _cache_keyword(model_class: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
 @torch.inference_mode()
 def unmergeable_cache_reason(model: Any) -> str | None:
     """Why ``DecodeBatch`` cannot merge this model's KV caches (sliding-window, hybrid, linear-attention or
     quantised layers), or ``None`` when it can. Probed with a one-token forward pass."""
     probe = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
-    cache = model(input_ids=probe, use_cache=True).past_key_values
+    cache = returned_cache(model(input_ids=probe, use_cache=True))
     if type(cache) is not DynamicCache:
         return f"the model keeps a {type(cache).__name__}, not a DynamicCache"
     others = sorted({type(layer).__name__ for layer in cache.layers if type(layer) is not DynamicLayer})

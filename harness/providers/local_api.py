@@ -27,6 +27,10 @@ directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the
 ``response_ids`` and ``logprobs`` in every output's metadata: the ``Reply`` field names, which
 ``harness.systems`` reads; transformers backend only).
 
+Creating the model checks the options, resolves the name and reads what can be read without loading
+(``harness.providers.loading.check_before_loading``); the weights load on the first call that needs them, since
+Inspect creates models before it builds and checks the tasks (a mistyped ``-T`` then costs no load).
+
 Every ``local/`` model carries the ``CheckpointRecord`` of what its name resolved to (``harness.providers.provenance``:
 path, run step, adapter, base, weights sha256), which the task's metadata records as ``resolved_checkpoint``.
 
@@ -40,14 +44,15 @@ not fit it (the output then carries the error in its metadata).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
-import torch
 from inspect_ai.model import GenerateConfig, ModelAPI
 
 from harness.prerequisites import one_line_errors
 from harness.providers.backends import choose_backend
+from harness.providers.loading import check_before_loading
 from harness.providers.local_options import BATCH_SIZE, LocalOptions
 from harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
 from harness.providers.resolve import resolve_checkpoint
@@ -74,14 +79,15 @@ def open_local_model(
         chat_template=options.chat_template,
         allow_download=options.allow_download,
     )
-    record = checkpoint_record(model_name, checkpoint)
+    check_before_loading(checkpoint)
     if choose_backend(options.backend, checkpoint.model) == "vllm":
         api = vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:
             raise ValueError("local/: -M tensor_parallel_size > 1 needs the vLLM backend (-M backend=vllm)")
         api = TransformersModelAPI(model_name, checkpoint, options, config)
-        if options.seed is not None:  # after loading, so that loading cannot shift the draws
-            torch.manual_seed(options.seed)
-    setattr(api, RECORD_ATTRIBUTE, record)
+    # hashed when a task records it (after its checks), not here: hashing reads every weight file
+    setattr(
+        api, RECORD_ATTRIBUTE, functools.cache(functools.partial(checkpoint_record, model_name, checkpoint))
+    )
     return api

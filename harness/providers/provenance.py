@@ -69,8 +69,11 @@ def checkpoint_record(name: str, checkpoint: ResolvedCheckpoint) -> CheckpointRe
 
 
 def recorded(api: object) -> CheckpointRecord | None:
-    """The ``CheckpointRecord`` of a model's ``ModelAPI`` (``None`` for models that are not ``local/``)."""
+    """The ``CheckpointRecord`` of a model's ``ModelAPI`` (``None`` for models that are not ``local/``). ``local/``
+    attaches a function making it on first call, so that hashing the weights waits until a task records them."""
     record = getattr(api, RECORD_ATTRIBUTE, None)
+    if callable(record):
+        record = record()
     return record if isinstance(record, CheckpointRecord) else None
 
 

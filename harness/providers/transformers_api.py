@@ -5,6 +5,7 @@ batched (``-M scheduler``: ``continuous`` through ``harness.providers.scheduler`
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -62,9 +63,19 @@ class TransformersModelAPI(ModelAPI):
     ):
         super().__init__(model_name=model_name, config=config)
         self.options = options
-        device = options.device or default_device()
-        if device == "cpu":
+        self.checkpoint = checkpoint
+        self.device = options.device or default_device()
+        if self.device == "cpu":
             torch.set_num_threads(options.threads or CPU_THREADS)
+        self.template_args = (
+            {} if options.enable_thinking is None else {"enable_thinking": options.enable_thinking}
+        )
+
+    @functools.cached_property
+    def _engine(self) -> tuple[LoadedModel, RequestBatcher | ContinuousBatcher]:
+        """The loaded model and its batcher, made on first use: Inspect creates models before it builds (and
+        checks) the tasks, so weights load only once a command has passed every check and needs the model."""
+        options, checkpoint, device = self.options, self.checkpoint, self.device
         merge = checkpoint.merge if checkpoint.merge is not None else options.merge
         key = (
             checkpoint,
@@ -79,13 +90,28 @@ class TransformersModelAPI(ModelAPI):
         if key not in _loaded:
             loaded = load_checkpoint(checkpoint, dtype=options.dtype, device=device, merge=merge)
             context = options.max_model_len or context_length(loaded.model)
-            _loaded[key] = (loaded, _scheduler(model_name, loaded, context, options))
-        self.loaded, self.batcher = _loaded[key]
-        self.context = options.max_model_len or context_length(self.loaded.model)
-        self.template_args = (
-            {} if options.enable_thinking is None else {"enable_thinking": options.enable_thinking}
-        )
-        self.renders_tools = template_renders_tools(self.loaded.tokenizer, **self.template_args)
+            _loaded[key] = (loaded, _scheduler(self.model_name, loaded, context, options))
+        if options.seed is not None:  # after loading, so that loading cannot shift the draws
+            torch.manual_seed(options.seed)
+        return _loaded[key]
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model and tokenizer (loaded on first use)."""
+        return self._engine[0]
+
+    @property
+    def batcher(self) -> RequestBatcher | ContinuousBatcher:
+        return self._engine[1]
+
+    @functools.cached_property
+    def context(self) -> int:
+        """The context window: ``-M max_model_len``, else the model's own."""
+        return self.options.max_model_len or context_length(self.loaded.model)
+
+    @functools.cached_property
+    def renders_tools(self) -> bool:
+        return template_renders_tools(self.loaded.tokenizer, **self.template_args)
 
     @property
     def tokenizer(self) -> Any:

@@ -1,14 +1,19 @@
 """``local/`` on vLLM: Inspect's own vLLM provider started on the resolved checkpoint (``-M backend=vllm``).
 
-The ``-M`` options become ``vllm serve`` arguments (``vllm_server_args``); the provider reports the ``local/``
-name the user gave, not the served base model's.
+The ``-M`` options become ``vllm serve`` arguments (``vllm_server_args``), the dtype always explicit
+(``harness.providers.loading.explicit_dtype``: vLLM's own ``auto`` runs a float32 checkpoint in bfloat16 on
+its CPU build); the server listens on the loopback address only (Inspect's default is every address) and takes
+a key made for this run (Inspect's default is a fixed one). The provider reports the ``local/`` name the user
+gave, not the served base model's.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -17,9 +22,15 @@ from typing import Any
 import torch
 from inspect_ai.model import GenerateConfig, ModelAPI
 
+from harness.providers.loading import explicit_dtype
 from harness.providers.local_options import LocalOptions
 from harness.providers.resolve import ResolvedCheckpoint
 from judges.inspect_compat import VLLMAPI
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+"""The only address the server ``local/`` starts listens on."""
 
 
 def vllm_model(
@@ -31,8 +42,16 @@ def vllm_model(
         )
     served = f"{checkpoint.model}:{checkpoint.adapter}" if checkpoint.adapter else checkpoint.model
     _vllm_command_on_path()
+    server_args = vllm_server_args(checkpoint, options)
+    logger.info("local/%s: vLLM, %s in %s", model_name, served, server_args["dtype"])
     return LocalVLLMAPI(
-        model_name, served, checkpoint.tokenizer, config=config, **vllm_server_args(checkpoint, options)
+        model_name,
+        served,
+        checkpoint.tokenizer,
+        config=config,
+        api_key=secrets.token_urlsafe(24),
+        host=LOOPBACK,
+        **server_args,
     )
 
 
@@ -51,7 +70,7 @@ def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> d
     )
     own_tokenizer = checkpoint.tokenizer in (checkpoint.model, checkpoint.adapter)
     candidates = {
-        "dtype": None if options.dtype == "auto" else options.dtype,
+        "dtype": explicit_dtype(options.dtype, _engine_device(options.device), checkpoint.model),
         "device": _cuda_devices(options.device),
         "max_model_len": options.max_model_len,
         "tensor_parallel_size": options.tensor_parallel_size,
@@ -64,6 +83,11 @@ def vllm_server_args(checkpoint: ResolvedCheckpoint, options: LocalOptions) -> d
         else True,  # vLLM's CPU build: no graph compilation
     }
     return {name: value for name, value in candidates.items() if value is not None}
+
+
+def _engine_device(device: str | None) -> str:
+    """``cpu`` where vLLM runs its CPU build (asked for, or no CUDA GPU), else ``cuda``."""
+    return "cpu" if device == "cpu" or not torch.cuda.is_available() else "cuda"
 
 
 def _cuda_devices(device: str | None) -> str | None:

@@ -261,6 +261,12 @@ def unavailable_reason(executable: str) -> str | None:
     return None
 
 
+def degraded(cgroups: str | None) -> bool:
+    """Whether a protection ``protection`` lists is missing here: the seccomp filter, a per-call cgroup
+    (``cgroups`` ``None``) or a capped scratch space."""
+    return seccomp_filter.program() is None or cgroups is None or not _sizes_tmpfs()
+
+
 def protection(executable: str, cgroups: str | None) -> str:
     """One line saying which protections a bwrap call gets on this machine (``cgroups``: the per-call group's
     description, ``None`` where there is none)."""

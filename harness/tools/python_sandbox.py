@@ -124,8 +124,11 @@ def protection_line(executable: str) -> str:
 
 def state_protection(executable: str) -> None:
     """Log ``protection_line``: when the tool is built, and once more from the first call, inside an eval's
-    sample, so the eval's log holds it too (a warning: Inspect keeps only warnings from other packages)."""
-    logger.warning(protection_line(executable))
+    sample, so the eval's log holds it too. A warning (Inspect keeps only warnings from other packages) where a
+    protection is missing; with every protection in force, at info level: a working sandbox prints nothing."""
+    where = call_cgroup.parents()
+    missing = bwrap.degraded(where.describe() if where else None)
+    logger.log(logging.WARNING if missing else logging.INFO, protection_line(executable))
 
 
 @functools.cache

@@ -3,9 +3,10 @@
 of output, naming what it must name, no traceback, and none of the files it must not leave behind.
 
 ``test_bad_inputs.py`` runs every case as a test. Run as a script it counts the cases that hold in the checkout
-it lives in (so it can be copied into an older checkout to count before -> after)::
+it lives in (so it can be copied into an older checkout to count before -> after), with each command's seconds;
+``--all`` adds ``OPTION_CASES``::
 
-    PYTHONPATH=. python tests/core/bad_inputs.py
+    PYTHONPATH=. python tests/core/bad_inputs.py [--all]
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +65,8 @@ class Outcome:
     exit_code: int
     output: str
     leftovers: list[str]
+    seconds: float
+    """Wall time from starting the command to its exit."""
 
 
 def _truncated_weights(work: Path) -> None:
@@ -73,6 +78,11 @@ def _no_tokenizer(work: Path) -> None:
     shutil.copytree(work / TINY_MODEL, work / "bare")
     for path in (work / "bare").glob("tokenizer*"):
         path.unlink()
+
+
+def _no_chat_template(work: Path) -> None:
+    shutil.copytree(work / TINY_MODEL, work / "untemplated")
+    (work / "untemplated" / "chat_template.jinja").unlink()
 
 
 def _cut_checkpoint(work: Path) -> None:
@@ -138,6 +148,15 @@ AUDIT = [
 AUDIT += ["-T"]
 TOOLS = ["harness.cli", "tools"]
 NIGHTLY = ["harness.cli", "nightly", "suite.yaml"]
+AIME = f"{ROOT}/tasks/aime.py@aime2025"
+
+
+def inspect_eval(*args: str, task: str = AIME, model: str = f"local/{TINY_MODEL}") -> list[str]:
+    """``inspect eval`` of ``task`` on ``model`` (the tiny one: any weight load would print) with ``args``."""
+    return ["inspect_ai", "eval", task, "--model", model, "-T", "data=samples", "--limit", "1", "--log-dir", "logs",
+            *args]  # fmt: skip
+
+
 CASES = [
     BadInput("empty recipe", [*TRAIN, "empty.yaml", "--out", "run", "--steps", "1"], "empty.yaml",
              files={"empty.yaml": ""}, left_behind=("run",)),
@@ -175,7 +194,50 @@ CASES = [
              "manifest.json", setup=_bad_manifest, left_behind=("store",)),
     BadInput("mara tools import --as a name with escape codes", [*TOOLS, "import", "s.tar", "--as", "a\x1b[31m\nb",
              "--store", "store"], "is not allowed", setup=_good_snapshot, left_behind=("store",)),
+    # issue 37: checked before the model's weights load, one line whatever the display
+    BadInput("mistyped -T option", inspect_eval("-T", "sytem=vc"), "did you mean 'system'", left_behind=("logs",)),
+    BadInput("mistyped -T option, --display none", inspect_eval("-T", "sytem=vc", "--display", "none"),
+             "did you mean 'system'", left_behind=("logs",)),
+    BadInput("mistyped task name", inspect_eval(task=f"{ROOT}/tasks/aime.py@aime2026"), "did you mean 'aime2025'",
+             left_behind=("logs",)),
+    BadInput("mistyped package task", inspect_eval(task="mara_bench/aime2026"), "did you mean 'aime2025'",
+             left_behind=("logs",)),
+    BadInput("mistyped task file", inspect_eval(task=f"{ROOT}/tasks/aim.py"), "tasks/aime.py",
+             left_behind=("logs",)),
+    BadInput("relative task file run from another folder", inspect_eval(task="tasks/aime.py@aime2025"),
+             "tasks/aime.py: no such task file", left_behind=("logs",)),
+    BadInput("empty -T second_grader= under inspect eval", inspect_eval("-T", "second_grader="), "second_grader",
+             left_behind=("logs",)),
+    BadInput("mistyped -M option", inspect_eval("-M", "batchsize=4"), "did you mean 'batch_size'",
+             left_behind=("logs",)),
+    BadInput("truncated safetensors under inspect eval", inspect_eval(model="local/cut"), "model.safetensors",
+             setup=_truncated_weights, left_behind=("logs",)),
+    BadInput("local/ model without a chat template", inspect_eval(model="local/untemplated"), "no chat template",
+             setup=_no_chat_template, left_behind=("logs",)),
 ]  # fmt: skip
+
+OPTION_MISTAKES = [
+    (["-T", "bogus=1"], "unknown -T option(s) bogus"),
+    (["-T", "system=vc", "-T", "acept_after=2"], "did you mean 'accept_after'"),
+    (["-T", "system=vc", "-T", "accept_after=x"], "accept_after: must be an integer"),
+    (["-T", "system=vc", "-T", "accept_after=0"], "accept_after: must be >= 1"),
+    (["-T", "system=mask", "-T", "max_iterations=-1"], "max_iterations: must be >= 0"),
+    (["-T", "system=mars", "-T", "sys1=maybe"], "sys1: must be true or false"),
+    (["-T", "system=mask", "-T", "prompts=paper"], "prompts: 'paper' is not a valid choice"),
+    (["-T", "system=mars", "-T", "k=0"], "k: must be >= 1"),
+    (["-T", "system=dirct"], "unknown system 'dirct'"),
+    (["-T", "protocol=marsrll"], "unknown protocol 'marsrll'"),
+    (["-T", "judge=vibes"], "unknown judge 'vibes'"),
+    (["-M", "dtype=fp16"], "dtype: 'fp16' is not a valid choice"),
+    (["-M", "batch_wait_ms=-5"], "batch_wait_ms: must be >= 0"),
+    (["-M", "max_model_len=long"], "max_model_len: must be an integer"),
+]
+"""The task and ``-M`` option mistakes of ``test_config_errors.py``, here through ``inspect eval`` on a ``local/``
+model (slow: one command each)."""
+OPTION_CASES = [
+    BadInput(f"inspect eval {' '.join(args)}", inspect_eval(*args), names, left_behind=("logs",))
+    for args, names in OPTION_MISTAKES
+]
 
 
 def build_tiny_model(folder: Path) -> Path:
@@ -202,9 +264,11 @@ def run_case(case: BadInput, work: Path, tiny_model: Path) -> Outcome:
         case.setup(work)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "1000", **case.env}
     env.setdefault("MARA_DATA_DIR", str(ROOT / "harness" / "datasets" / "samples"))
+    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", *case.command], cwd=work, env=env, capture_output=True, text=True, timeout=600
     )
+    seconds = time.perf_counter() - started
     output = (done.stdout + done.stderr).strip()
     lines = [line for line in output.splitlines() if line.strip()]
     leftovers = [name for name in case.left_behind if (work / name).exists()]
@@ -215,24 +279,29 @@ def run_case(case: BadInput, work: Path, tiny_model: Path) -> Outcome:
         and "Traceback" not in output
         and not leftovers
     )
-    return Outcome(held, done.returncode, output, leftovers)
+    return Outcome(held, done.returncode, output, leftovers, seconds)
 
 
 def main() -> int:
+    cases = CASES + (OPTION_CASES if "--all" in sys.argv else [])
     with tempfile.TemporaryDirectory(prefix="mara-bad-inputs-") as scratch:
         tiny = build_tiny_model(Path(scratch) / "tiny-model")
-        held = 0
-        for number, case in enumerate(CASES):
+        held, seconds = 0, []
+        for number, case in enumerate(cases):
             work = Path(scratch) / f"case-{number}"
             work.mkdir()
             outcome = run_case(case, work, tiny)
             held += outcome.held
+            seconds.append(outcome.seconds)
             last = outcome.output.splitlines()[-1][:150] if outcome.output else ""
             extra = f" left {', '.join(outcome.leftovers)}" if outcome.leftovers else ""
             print(
-                f"{'held  ' if outcome.held else 'FAILED'} {case.name}: exit {outcome.exit_code}{extra}: {last}"
+                f"{'held  ' if outcome.held else 'FAILED'} {outcome.seconds:5.1f} s {case.name}: "
+                f"exit {outcome.exit_code}, {len(outcome.output.splitlines())} lines{extra}: {last}"
             )
-        print(f"{held} of {len(CASES)} bad inputs held")
+        print(
+            f"{held} of {len(cases)} bad inputs held; median {statistics.median(seconds):.1f} s to the message"
+        )
     return 0
 
 

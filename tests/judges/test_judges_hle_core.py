@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 from pathlib import Path
@@ -242,3 +243,23 @@ def test_calibration_equals_each_reference_bit_for_bit_ties_included(case):
     assert calibration_error(case["confidence"], case["correct"], method="all_bins") == case["all_bins"]
     if len(case["confidence"]) >= 2 * DEFAULT_BIN_SIZE:  # below that the official number is undefined here
         assert calibration_error(case["confidence"], case["correct"]) == case["official"]
+
+
+def test_an_undefined_calibration_is_said_once_per_process(monkeypatch, caplog):
+    from inspect_ai.scorer import SampleScore, Score
+
+    from judges import metrics
+
+    monkeypatch.setattr(metrics, "_warned", set())
+    scores = [
+        SampleScore(
+            sample_id=i,
+            score=Score(value={"confidence": 80.0, "judged_correct": 1.0, "confidence_out_of_range": 0.0}),
+        )
+        for i in range(3)
+    ]
+    compute = metrics.calibration()
+    with caplog.at_level(logging.WARNING, logger=metrics.__name__):
+        for _ in range(4):  # Inspect computes it per scorer and per reducer
+            assert math.isnan(compute(scores)["calibration_error"])
+    assert [record.getMessage() for record in caplog.records] == [calibration_undefined_reason(3)]

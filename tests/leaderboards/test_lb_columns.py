@@ -63,9 +63,10 @@ def test_accounting_and_breakdown_columns_reach_the_site(tmp_path):
     index = render_site(store, tmp_path / "site", "2026-01-01", []).read_text()
     store.close()
     assert (
-        "<th>tokens in</th><th>tokens out</th><th>tool calls</th><th>pages</th><th>papers</th><th>python</th>"
-        "<th>$ / question</th><th>judge tokens in</th><th>judge tokens out</th><th>judge $ / question</th>"
-        in index
+        '<th class="cost">tokens in</th><th class="cost">tokens out</th><th class="cost">tool calls</th>'
+        '<th class="cost">pages</th><th class="cost">papers</th><th class="cost">python</th>'
+        '<th class="cost">$ / question</th><th class="cost">judge tokens in</th>'
+        '<th class="cost">judge tokens out</th><th class="cost">judge $ / question</th>' in index
     )
     assert re.search(r'<td class="cost">1\.0</td><td class="cost">4\.0</td>', index)
     assert '<td>category=Math</td><td class="value">1.000</td><td>2</td><td>0</td>' in index

@@ -51,7 +51,7 @@ def test_unscored_samples_are_counted_and_shown_beside_the_metric(judged_log, tm
     summary = (tmp_path / "site" / "summary.md").read_text()
     assert "| metric | value | n | unscored |" in summary
     assert "| accuracy | 0.600 | 5 | 2 |" in summary
-    assert '<td class="unscored">2</td>' in index.read_text()
+    assert '<td class="n">5<small class="unscored">2</small></td>' in index.read_text()
 
 
 def test_markdown_text_keeps_quotes_readable():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ from peft import PeftModel
 
 from harness import invocation
 from harness.checkpoints import RegistryError, load_registry
-from harness.providers.loading import load_checkpoint
+from harness.providers.loading import check_before_loading, load_checkpoint
 from harness.providers.provenance import checkpoint_record
 from harness.providers.resolve import CheckpointError, latest_export, resolve_checkpoint
 
@@ -255,8 +256,9 @@ def test_a_model_without_tokenizer_or_chat_template_is_a_clear_error(tiny_qwen, 
 
     untemplated = copy_model(tiny_qwen, tmp_path / "untemplated")
     (untemplated / "chat_template.jinja").unlink()
-    with pytest.raises(CheckpointError, match="has no chat template; pass -M chat_template=FILE"):
-        load_checkpoint(resolve_checkpoint(str(untemplated)), device="cpu")
+    for check in (check_before_loading, functools.partial(load_checkpoint, device="cpu")):
+        with pytest.raises(CheckpointError, match="has no chat template; pass -M chat_template=FILE"):
+            check(resolve_checkpoint(str(untemplated)))
     template = tmp_path / "t.jinja"
     template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
     loaded = load_checkpoint(resolve_checkpoint(str(untemplated), chat_template=str(template)), device="cpu")

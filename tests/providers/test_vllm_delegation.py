@@ -136,6 +136,9 @@ async def test_auto_backend_serves_an_adapter_through_inspects_vllm_provider(
     )
     [launch] = launches
     assert launch["cmd"][:3] == ["vllm", "serve", str(tiny_qwen)]  # the base model; the adapter goes via LoRA
+    command = dict(zip(launch["cmd"][3::2], launch["cmd"][4::2], strict=True))
+    assert command["--host"] == "127.0.0.1"  # loopback only, never every address
+    assert command["--api-key"] not in ("inspectai", "") and len(command["--api-key"]) >= 24  # this run's own
     assert launch["server_args"] == {
         "dtype": "bfloat16",
         "max_model_len": 4096,
@@ -169,3 +172,22 @@ def test_vllm_only_options_and_hf_only_options_are_clear_errors(fake_gpu_vllm, t
         get_model(f"local/{tiny_qwen}", return_token_ids=True, memoize=False)
     hf = get_model(f"local/{tiny_qwen}", backend="hf", device="cpu", memoize=False)  # still selectable
     assert not isinstance(hf.api, inspect_vllm.VLLMAPI)
+
+
+def test_the_vllm_dtype_is_always_explicit(monkeypatch, tiny_qwen, tmp_path):
+    from harness.providers.local_options import LocalOptions
+    from harness.providers.resolve import ResolvedCheckpoint
+    from harness.providers.vllm_api import vllm_server_args
+
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "config.json").write_text(json.dumps({"model_type": "qwen2", "dtype": "bfloat16"}))
+    auto = LocalOptions.parse({})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # vLLM's CPU build
+    for model in (tiny_qwen, half):
+        checkpoint = ResolvedCheckpoint(model=str(model), tokenizer=str(tiny_qwen))
+        assert vllm_server_args(checkpoint, auto)["dtype"] == "float32"  # not vLLM's silent bfloat16
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpu = ResolvedCheckpoint(model=str(half), tokenizer=str(tiny_qwen))
+    assert vllm_server_args(on_gpu, auto)["dtype"] == "bfloat16"  # the checkpoint's own
+    assert vllm_server_args(on_gpu, LocalOptions.parse({"dtype": "float16"}))["dtype"] == "float16"

@@ -83,6 +83,17 @@ async def test_bwrap_states_the_protection_in_force_when_built_and_from_its_firs
     assert "; NO per-call cgroup (no writable, delegated cgroup here): " in lines[0]
 
 
+@pytest.mark.skipif(bwrap.unavailable_reason(sys.executable) is not None, reason="bubblewrap cannot run here")
+async def test_a_fully_protected_sandbox_states_it_below_warning_level(monkeypatch, caplog):
+    monkeypatch.setattr(python_sandbox.bwrap, "degraded", lambda cgroups: False)  # every protection in force
+    python_sandbox._state_protection_once.cache_clear()
+    with caplog.at_level(logging.INFO, logger=python_sandbox.__name__):
+        toolbox = build_toolbox(["python"])
+        assert await toolbox.call("python", code="print(1)") == "1"
+    levels = [record.levelno for record in caplog.records if "python tool isolation" in record.getMessage()]
+    assert levels == [logging.INFO, logging.INFO]  # built, first call: recorded, never a console warning
+
+
 def test_an_unknown_sandbox_is_a_build_error():
     with pytest.raises(
         ToolConfigError,

@@ -196,6 +196,19 @@ def test_cli_refuses_a_bad_steps_override(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_cli_warmup_steps_overrides_the_recipes_cold_start(tmp_path, capsys, monkeypatch):
+    from trainer.run import cli
+
+    recipe = RECIPE.parent / "marsrl-tiny.yaml"
+    assert load_config(recipe).warmup.steps > 0
+    ran = []
+    monkeypatch.setattr(cli, "train", lambda config, run_dir, resume: ran.append(config) or 0)
+    assert train_main([str(recipe), "--out", str(tmp_path / "run"), "--warmup-steps", "3"]) == 0
+    assert ran[0].warmup.steps == 3
+    assert train_main([str(recipe), "--out", str(tmp_path / "run"), "--warmup-steps", "-1"]) == 2
+    assert "mara train: --warmup-steps: warmup.steps: must be >= 0, got -1" in capsys.readouterr().out
+
+
 def test_cli_refuses_to_resume_a_run_with_no_checkpoint(tmp_path, capsys):
     run = tmp_path / "no-such-run"
     assert train_main([str(RECIPE), "--out", str(run), "--resume"]) == 2

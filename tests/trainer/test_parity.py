@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from trainer.learner.distributed import Distributed
-from trainer.rollouts.parity import ParityError, check, parity_metrics
+from trainer.rollouts.parity import SHARE, ParityError, action, check, measured_rows, parity_metrics
 from trainer.rollouts.samples import Sample
 from trainer.run.engine import Trainer
 
@@ -61,9 +61,31 @@ def _toy(toy_config, **rollout):
     )
 
 
+def test_auto_checks_only_an_engine_that_is_not_the_policys_own_forward(toy_config):
+    auto = toy_config.rollout
+    assert auto.parity == "auto"
+    assert action(auto, own_forward=True) == "off"
+    assert action(auto, own_forward=False) == "warn"
+    assert action(dataclasses.replace(auto, parity="fail"), own_forward=True) == "fail"
+
+
+def test_the_measured_rows_are_an_even_share_and_at_least_one():
+    assert measured_rows(8, 0.25) == [0, 4]
+    assert measured_rows(3, 0.1) == [0]
+    assert measured_rows(5, 1.0) == [0, 1, 2, 3, 4]
+    assert measured_rows(0, 0.5) == []
+
+
+def test_a_default_step_on_the_transformers_engine_spends_no_forward_on_parity(toy_config, tmp_path):
+    metrics = Trainer(_toy(toy_config), tmp_path).train_step()
+    assert not [key for key in metrics if "logprob_gap" in key or key == SHARE]
+
+
 def test_a_step_on_the_transformers_engine_reports_a_gap_near_zero(toy_config, tmp_path):
-    trainer = Trainer(_toy(toy_config, parity="fail", parity_bound=1e-4), tmp_path)
+    trainer = Trainer(_toy(toy_config, parity="fail", parity_bound=1e-4, parity_share=0.5), tmp_path)
     metrics = trainer.train_step()
+    rows = len(trainer.last_rewarded)
+    assert metrics[SHARE] == pytest.approx(len(measured_rows(rows, 0.5)) / rows)
     assert metrics["rollout/logprob_gap_mean"] < 1e-5
     assert metrics["rollout/logprob_gap_max"] < 1e-4 and metrics["rollout/logprob_gap_over_tol"] == 0.0
     [role] = trainer.roles

@@ -13,7 +13,12 @@ import pytest
 import torch
 
 from harness.chat_template import render_prompt
-from harness.providers.backends import AUTO_VLLM_MIN_BYTES
+from harness.providers.backends import (
+    AUTO_VLLM_MIN_BYTES,
+    BREAKEVEN_TOKENS,
+    REFERENCE_BYTES,
+    breakeven_tokens,
+)
 from harness.providers.generation import Completion
 from harness.providers.sampling import Sampling
 from trainer.config import ConfigError, load_config
@@ -148,3 +153,17 @@ def test_synced_vllm_engine_samples_with_the_policy_weights(tiny_model_dir, tiny
         logits = policy(ids).logits[0, len(prompt) - 1 : -1].float()
     expected = torch.log_softmax(logits, -1).gather(-1, ids[0, len(prompt) :, None])[:, 0].cpu()
     torch.testing.assert_close(torch.tensor(done.logprobs), expected, atol=2e-3, rtol=1e-3)
+
+
+def test_auto_takes_vllm_only_when_the_expected_tokens_pay_for_its_start_up(tmp_path, monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
+    model = tmp_path / "76m"
+    model.mkdir()
+    with open(model / "model.safetensors", "wb") as weights:
+        weights.truncate(REFERENCE_BYTES)
+    assert breakeven_tokens(REFERENCE_BYTES) == BREAKEVEN_TOKENS
+    assert breakeven_tokens(10 * REFERENCE_BYTES) == BREAKEVEN_TOKENS // 10  # a bigger model pays sooner
+    assert rollout_backend("auto", model, expected_tokens=BREAKEVEN_TOKENS - 1) == "hf"
+    assert rollout_backend("auto", model, expected_tokens=BREAKEVEN_TOKENS) == "vllm"
+    assert rollout_backend("auto", model) == "vllm"  # unknown: by size alone
+    assert rollout_backend("vllm", model, expected_tokens=1) == "vllm"  # asked for by name

@@ -10,15 +10,17 @@ Reported each step, over all ranks, for the whole batch and per role (``role/<ro
 
 * ``rollout/logprob_gap_mean`` -- mean gap over the generated tokens whose engine logprob is known;
 * ``rollout/logprob_gap_max`` -- the largest gap;
-* ``rollout/logprob_gap_over_tol`` -- share of those tokens whose gap exceeds ``rollout.parity_tolerance``.
+* ``rollout/logprob_gap_over_tol`` -- share of those tokens whose gap exceeds ``rollout.parity_tolerance``;
+* ``rollout/parity_share`` -- the share of the step's rows measured (``rollout.parity_share``, evenly spaced).
 
 With a vLLM engine, ``sync_gap`` also checks every sync directly: right after the policy's weights are loaded
 into the engine, both score a fixed conversation (``SYNC_PROBE``) and ``rollout/sync_gap_max`` is the largest
 per-token difference.
 
-``check`` applies ``rollout.parity`` (``warn`` / ``fail`` / ``off``): the batch's mean gap against
-``rollout.parity_bound``, the sync gap against ``rollout.parity_tolerance``. The extra forward costs about one
-no-grad scoring pass over the batch.
+``check`` applies ``rollout.parity`` (``warn`` / ``fail``; ``off`` measures nothing; ``auto`` is ``warn`` with
+a vLLM engine and ``off`` on the transformers backend, whose engine is the policy's own forward: ``action``):
+the batch's mean gap against ``rollout.parity_bound``, the sync gap against ``rollout.parity_tolerance``. The
+extra forward costs about one no-grad scoring pass over the measured rows (``time_parity``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from trainer.rollouts.samples import Sample
 
 PREFIX = "rollout/logprob_gap"
 SYNC_GAP = "rollout/sync_gap_max"
+SHARE = "rollout/parity_share"
 ALL = ""
 """The role key of the whole batch (its metrics carry no ``role/<role>/`` prefix)."""
 
@@ -118,9 +121,26 @@ def sync_gap(policy: torch.nn.Module, tokenizer: Any, engine: Any) -> dict[str, 
     return {SYNC_GAP: float((engine_logprobs - trainer.cpu()).abs().max())}
 
 
-def check(metrics: dict[str, float], rollout: RolloutConfig, step: int) -> None:
+def action(rollout: RolloutConfig, own_forward: bool) -> str:
+    """``rollout.parity`` with ``auto`` resolved: ``off`` when the engine is the policy's own forward
+    (``own_forward``), else ``warn``."""
+    if rollout.parity != "auto":
+        return rollout.parity
+    return "off" if own_forward else "warn"
+
+
+def measured_rows(count: int, share: float) -> list[int]:
+    """The indices of ``share`` of ``count`` rows, evenly spaced (at least one row when there are any)."""
+    if count == 0:
+        return []
+    taken = max(1, round(count * share))
+    return sorted({int(i * count / taken) for i in range(taken)})
+
+
+def check(metrics: dict[str, float], rollout: RolloutConfig, step: int, own_forward: bool = False) -> None:
     """Warn (one printed line) or raise ``ParityError`` when the batch's mean gap exceeds ``parity_bound``."""
-    if rollout.parity == "off":
+    what = action(rollout, own_forward)
+    if what == "off":
         return
     mean, synced = metrics.get(metric_key(ALL, "mean")), metrics.get(SYNC_GAP)
     if mean is not None and mean > rollout.parity_bound:
@@ -136,7 +156,7 @@ def check(metrics: dict[str, float], rollout: RolloutConfig, step: int) -> None:
         )
     else:
         return
-    if rollout.parity == "fail":
+    if what == "fail":
         raise ParityError(line)
     print(f"warning: {line}")
 
@@ -150,11 +170,18 @@ def measure(
     dist: Distributed,
     step: int,
     synced: dict[str, float],
+    own_forward: bool,
 ) -> dict[str, float]:
     """This step's parity metrics (every rank calls it) with the sync's (``synced``: ``sync_gap``'s, or empty),
-    checked against the recipe's bounds."""
+    checked against the recipe's bounds; nothing when the check is off (``action``; ``own_forward``: the engine
+    that sampled is the policy's own forward)."""
+    if action(rollout, own_forward) == "off":
+        return {}
+    chosen = [samples[i] for i in measured_rows(len(samples), rollout.parity_share)]
     with dist.gathered(policy):
-        gaps = token_gaps(policy, samples, optim)
-    metrics = {**synced, **parity_metrics(gaps, samples, roles, rollout.parity_tolerance, dist)}
-    check(metrics, rollout, step)
+        gaps = token_gaps(policy, chosen, optim)
+    rows, total = dist.sum([float(len(chosen)), float(len(samples))])
+    metrics = {**synced, **parity_metrics(gaps, chosen, roles, rollout.parity_tolerance, dist)}
+    metrics[SHARE] = rows / total if total else 0.0
+    check(metrics, rollout, step, own_forward)
     return metrics

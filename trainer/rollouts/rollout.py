@@ -114,11 +114,19 @@ def task_toolbox(task: Any, system: Any, tool_settings: dict[str, Any]) -> Toolb
 
 
 def vllm_generator(
-    rollout: RolloutConfig, model_path: Path | str, dtype: torch.dtype, seed: int, *, adapters: bool = False
+    rollout: RolloutConfig,
+    model_path: Path | str,
+    dtype: torch.dtype,
+    seed: int,
+    steps: int,
+    *,
+    adapters: bool = False,
 ) -> Any | None:
     """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``
-    (always under per-role ``adapters``: one line says why)."""
-    if rollout_backend(rollout.backend, model_path) != "vllm":
+    (``auto``: when the run's ``steps`` are expected to generate enough tokens to pay for its start-up; never
+    under per-role ``adapters``: one line says why)."""
+    expected = steps * rollout.prompts_per_step * rollout.group_size * rollout.max_tokens
+    if rollout_backend(rollout.backend, model_path, expected) != "vllm":
         return None
     if adapters:
         print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
@@ -193,6 +201,7 @@ class Rollout:
             models.path,
             models.dtype,
             seed=config.seed * 1_009 + rank,
+            steps=config.steps,
             adapters=models.adapters is not None,
         )
         task = training_task(config.task)

@@ -103,24 +103,36 @@ class RolloutSource:
         self.policy.eval()
         with self.dist.gathered(self.policy):
             synced = self.rollout.sync(self.policy)
+            sync_end = time.perf_counter()
             with counting() as cache_counts:
                 episodes, unscored = asyncio.run(self.episodes(items))
         rolled = time.perf_counter()
         groups = rewarded_groups(self.method, task, self.rollout.tokenizer, items, episodes)
         scored = time.perf_counter()
-        metrics = {"time_rollout": rolled - started, "time_scoring": scored - rolled}
+        metrics = {"time_rollout": rolled - sync_end, "time_scoring": scored - rolled}
         if isinstance(self.rollout.chat, RoutedChat):
             metrics.update(self.rollout.chat.take_served())
         if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
             metrics.update(cache_counts.as_metrics())
         config = self.config
         rewarded = concatenate(groups)
+        own_forward = self.rollout.vllm is None
         metrics.update(
             parity.measure(
-                self.policy, rewarded, self.roles, config.rollout, config.optim, self.dist, version, synced
+                self.policy,
+                rewarded,
+                self.roles,
+                config.rollout,
+                config.optim,
+                self.dist,
+                version,
+                synced,
+                own_forward,
             )
         )
-        return Batch(items, episodes, unscored, groups, started=started, ready=scored, metrics=metrics)
+        ready = time.perf_counter()
+        metrics.update(time_sync=sync_end - started, time_parity=ready - scored)
+        return Batch(items, episodes, unscored, groups, started=started, ready=ready, metrics=metrics)
 
     async def episodes(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:
         """The step's episodes per question and the unscored counts (``Rollout.groups``; tests script it)."""

@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--steps", type=int, help="override the recipe's number of steps")
     parser.add_argument(
-        "--warmup-steps", type=int, help="override the recipe's cold-start steps (warmup.steps)"
+        "--warmup-steps", type=int, help="override the cold start's fine-tuning steps (warmup.steps; 0: none)"
     )
     parser.add_argument(
         "--adapters",

@@ -48,6 +48,7 @@ from trainer.methods.base import Method, Ratio
 from trainer.methods.marsrl import solution_is_correct
 from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.rollouts.rollout import Rollout
+from trainer.run.progress import gathered
 
 PREFIX = "heldout/"
 WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
@@ -175,7 +176,9 @@ def verifier_ratios(
     return ratios
 
 
-async def verifier_probe(run: Evaluation, items: list[dict[str, Any]]) -> dict[str, Ratio]:
+async def verifier_probe(
+    run: Evaluation, items: list[dict[str, Any]], *, show: bool = False
+) -> dict[str, Ratio]:
     """The Verifier probe's ratios over ``items`` (see the module docstring)."""
     prompts = run.config.task.system_options.get(PROMPTS_OPTION, DEFAULT_PROMPTS)
     samples, seed = run.config.eval.samples, run.config.seed
@@ -186,7 +189,9 @@ async def verifier_probe(run: Evaluation, items: list[dict[str, Any]]) -> dict[s
         for sample in range(samples)
     ]
     chat = run.rollout.chat
-    episodes = await asyncio.gather(*(judged(item, text, chat, prompts, s) for item, text, s in runs))
+    episodes = await gathered(
+        [judged(item, text, chat, prompts, s) for item, text, s in runs], "held-out", show=show
+    )
     sums = sorted({gold_text(item["answer"]) for item in heldout_items(run.task)}, key=int)
     return verifier_ratios([item for item, _, _ in runs], list(episodes), sums)
 
@@ -225,9 +230,11 @@ def system_ratios(
     return ratios
 
 
-async def system_runs(run: Evaluation, items: list[dict[str, Any]]) -> list[list[Episode]]:
+async def system_runs(
+    run: Evaluation, items: list[dict[str, Any]], *, show: bool = False
+) -> list[list[Episode]]:
     """``eval.samples`` runs of the recipe's system per held-out question, each seeded (``episode_seed``), with
-    the task's scripted roles as in training."""
+    the task's scripted roles as in training (``show``: a progress bar)."""
     rollout, samples = run.rollout, run.config.eval.samples
 
     async def one(item: dict[str, Any], sample: int) -> Episode:
@@ -237,7 +244,9 @@ async def system_runs(run: Evaluation, items: list[dict[str, Any]]) -> list[list
             rollout.system.name, question, rollout.chat_for(item), rollout.toolbox, **options
         )
 
-    runs = await asyncio.gather(*(one(item, sample) for item in items for sample in range(samples)))
+    runs = await gathered(
+        [one(item, sample) for item in items for sample in range(samples)], "held-out", show=show
+    )
     return [list(runs[i * samples : (i + 1) * samples]) for i in range(len(items))]
 
 
@@ -248,9 +257,9 @@ def heldout_metrics(run: Evaluation) -> dict[str, float]:
     with generators_kept(), run.dist.gathered(run.policy):
         run.rollout.sync(run.policy)
         if run.rollout.system.name == "vc":
-            ratios = asyncio.run(verifier_probe(run, items))
+            ratios = asyncio.run(verifier_probe(run, items, show=run.dist.is_main))
         else:
-            ratios = system_ratios(run, items, asyncio.run(system_runs(run, items)))
+            ratios = system_ratios(run, items, asyncio.run(system_runs(run, items, show=run.dist.is_main)))
     return ratio_metrics(run.dist, ratios)
 
 

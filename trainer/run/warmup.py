@@ -45,6 +45,7 @@ from trainer.methods.base import Method, concatenate
 from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
 from trainer.rollouts.rollout import Rollout
 from trainer.rollouts.samples import Sample
+from trainer.run.progress import bar, counted
 
 T = TypeVar("T")
 
@@ -117,11 +118,12 @@ async def judged(task: Any, item: dict[str, Any], episodes: list[Episode]) -> li
     return [episode for episode, verdict in zip(episodes, verdicts, strict=True) if verdict is not None]
 
 
-def demo_samples(demos: Demos, seed: int) -> list[Sample]:
-    """Every question's demonstration samples, made by the method's own ``rewarded_samples``."""
+def demo_samples(demos: Demos, seed: int, *, show: bool = True) -> list[Sample]:
+    """Every question's demonstration samples, made by the method's own ``rewarded_samples`` (``show``: a
+    progress bar)."""
     rng = random.Random(seed)
     task, groups = demos.rollout.task, []
-    for item in task.items:
+    for item in counted(task.items, len(task.items), "warmup demonstrations", show=show, unit="question"):
         episodes = asyncio.run(demo_episodes(demos, item, random.Random(rng.getrandbits(64))))
         groups.append(demos.method.rewarded_samples(item, episodes, task, demos.tokenizer))
     return concatenate(groups)
@@ -228,10 +230,12 @@ def fit(
     steps: int,
     config: TrainConfig,
     seed: int,
+    *,
+    show: bool = True,
 ) -> list[WarmupStep]:
     """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``) of ``objective`` on ``samples``,
     ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
-    ``critic``)."""
+    ``critic``); ``show``: a progress bar with the loss."""
     warmup, optim = config.warmup, config.optim
     order: list[int] = []
     rng = random.Random(seed)
@@ -239,6 +243,7 @@ def fit(
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     records = []
+    progress = bar(steps, f"warmup {name}", show=show, unit="step")
     for step in range(steps):
         if len(order) < warmup.batch_size:
             fresh = list(range(len(samples)))
@@ -251,8 +256,11 @@ def fit(
         optimizer.zero_grad(set_to_none=True)
         decay.step()
         records.append(WarmupStep(step=step, loss=float(loss), tokens=tokens, model=name))
+        progress.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
+        progress.update()
         if step % 10 == 0 or step == steps - 1:
-            print(f"warmup {name} step {step}: loss {float(loss):.3f}", flush=True)
+            progress.write(f"warmup {name} step {step}: loss {float(loss):.3f}")
+    progress.close()
     model.eval()
     return records
 
@@ -267,7 +275,7 @@ def warm_up(
     if settings.steps == 0:
         return []
     seed = config.seed
-    samples = demo_samples(demos, seed)
+    samples = demo_samples(demos, seed, show=write)
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
     print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
@@ -280,6 +288,7 @@ def warm_up(
         settings.steps,
         config,
         seed,
+        show=write,
     )
     # the KL penalty holds RL near the cold-start policy, not the base weights
     if (
@@ -297,6 +306,7 @@ def warm_up(
             settings.critic_steps,
             config,
             seed,
+            show=write,
         )
     if write:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ def smollm2_step_config(recipe: str):
         "group_size": 2,
         "max_tokens": 12,
         "parity": "fail",
+        "parity_share": 1.0,
     }
     return replace(
         config, "smollm2 test", **{key: data[key] for key in ("model", "task", "warmup", "eval", "rollout")}

@@ -22,10 +22,10 @@ from harness.datasets.loader import bundled_samples_path
 from harness.datasets.specs import BENCHMARKS, BenchmarkSpec
 from harness.tasks import TASK_PARAMETER_NAMES
 from harness.tasks import benchmark as declare_task
-from mara_bench import aime, frames, gaia, hle, qa, webwalkerqa
+from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = (aime, frames, gaia, hle, qa, webwalkerqa)
+MODULES = (aime, frames, gaia, hle, qa, sanity, webwalkerqa)
 TYPED = {
     "system": "str",
     "protocol": "str | None",
@@ -64,8 +64,11 @@ def test_each_tasks_generated_docstring_states_its_declared_dataset_judge_and_pr
         spec = get_benchmark(name.removeprefix("mara_bench/"))
         doc = task_function.__doc__ or ""
         assert doc.startswith(spec.title), name
-        assert f"Dataset: {spec.hf_path} (" in doc and f"{spec.split})" in doc, name
-        assert (spec.revision or "not pinned") in doc, name
+        if spec.bundled:
+            assert f"Dataset: bundled with mara-bench (harness/datasets/samples/{spec.name}.jsonl)" in doc, name
+        else:
+            assert f"Dataset: {spec.hf_path} (" in doc and f"{spec.split})" in doc, name
+            assert (spec.revision or "not pinned") in doc, name
         assert f"Row formats: {', '.join(f.name for f in spec.row_formats)}" in doc, name
         assert f"Judge: {spec.judge} · protocol: {spec.protocol}" in doc, name
         if spec.instruction is not None:

@@ -25,7 +25,14 @@ VC_RECIPE = {
         "system": "vc",
         "system_options": {"accept_after": 1, "max_iterations": 1, "solver_attempts": 1},
     },
-    "rollout": {"prompts_per_step": 2, "group_size": 4, "max_tokens": 24, "temperature": 0.85},
+    "rollout": {
+        "prompts_per_step": 2,
+        "group_size": 4,
+        "max_tokens": 24,
+        "temperature": 0.85,
+        "parity": "warn",  # measured on the hf backend too: the rows decode through their adapters
+        "parity_share": 1.0,
+    },
     "algorithm": {"method": "marsrl", "advantage": "grpo", "kl_coef": 0.05},
     "optim": {"lr": 0.001, "token_budget": 16384},
     "warmup": {"steps": 10, "lr": 0.01, "demos_per_item": 4, "batch_size": 8},

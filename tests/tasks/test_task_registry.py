@@ -65,7 +65,8 @@ def test_each_tasks_generated_docstring_states_its_declared_dataset_judge_and_pr
         doc = task_function.__doc__ or ""
         assert doc.startswith(spec.title), name
         if spec.bundled:
-            assert f"Dataset: bundled with mara-bench (harness/datasets/samples/{spec.name}.jsonl)" in doc, name
+            bundled_file = f"harness/datasets/samples/{spec.name}.jsonl"
+            assert f"Dataset: bundled with mara-bench ({bundled_file})" in doc, name
         else:
             assert f"Dataset: {spec.hf_path} (" in doc and f"{spec.split})" in doc, name
             assert (spec.revision or "not pinned") in doc, name

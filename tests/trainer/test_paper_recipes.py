@@ -42,7 +42,7 @@ def test_every_recorded_value_cites_its_source_file_commit_and_line(method):
     source = record["source"]
     if "repo" in source:  # a released script: the commit it was read at
         assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]) and source["path"]
-    else:  # the paper's text in ../shared/seeds
+    else:  # the paper's plain-text extraction, named by its file
         assert re.fullmatch(r"\d{3}_[0-9a-f]{16}\.txt", source["path"])
     assert record["values"]
     for entry in record["values"]:

@@ -109,6 +109,15 @@ def installed_model(name: str) -> Path:
     return path
 
 
+def model_location(path: str) -> Path | str:
+    """A recipe's ``model.path`` as the trainer loads it: a packaged model's converted checkpoint for its name
+    (raising ``PackagedModelError`` when it is not installed) unless a folder of that name exists; any other path
+    or HF id as it is."""
+    if path in PACKAGED_MODELS and not Path(path).is_dir():
+        return installed_model(path)
+    return path
+
+
 def read_origin(directory: str | os.PathLike[str]) -> ModelOrigin | None:
     """The origin recorded in a checkpoint directory, or ``None`` where it has none (or an unreadable one)."""
     file = Path(directory) / ORIGIN_FILE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import zipfile
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,16 @@ def test_an_origin_round_trips_and_an_unreadable_one_is_none(tmp_path):
     assert "trained in /runs/x" in origin.summary()
     (tmp_path / "mara_model.json").write_text("{not json")
     assert read_origin(tmp_path) is None
+
+
+def test_a_recipe_naming_a_missing_packaged_model_stops_in_one_line_before_any_work(
+    tmp_path, monkeypatch, capsys
+):
+    from trainer.run.cli import main as train
+
+    monkeypatch.setenv("MARA_MODELS_DIR", str(tmp_path / "models"))
+    recipe = Path(__file__).resolve().parents[2] / "trainer" / "recipes" / "mars-smollm2.yaml"
+    assert train([str(recipe), "--out", str(tmp_path / "run")]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "model.path: smollm2-135m is not installed" in out
+    assert not (tmp_path / "run").exists()

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from harness.packaged_models import PACKAGED_MODELS, installed_model
+from harness.packaged_models import model_location
 from trainer.config import TrainConfig
 from trainer.learner.adapters import BaseWeights, RoleAdapters, attach
 from trainer.learner.distributed import Distributed
@@ -42,7 +42,7 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
     """``model.path`` (a packaged model's name: its converted checkpoint), else ``<run>/base-model``, built by
     rank 0 from the recipe's tiny-model settings."""
     if config.model.path:
-        return packaged_or_path(config.model.path)
+        return model_location(config.model.path)
     path = run_dir / "base-model"
     if dist.is_main and not (path / "config.json").exists():
         from harness.tinymodel import build_tiny_model
@@ -50,14 +50,6 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
         model = config.model
         build_tiny_model(path, arch=model.tiny_arch, seed=config.seed, hidden_size=model.tiny_hidden_size)
     dist.barrier()
-    return path
-
-
-def packaged_or_path(path: str) -> Path | str:
-    """A packaged model's converted checkpoint for its name (``smollm2-135m``) unless a folder of that name
-    exists; any other path or HF id as it is."""
-    if path in PACKAGED_MODELS and not Path(path).is_dir():
-        return installed_model(path)
     return path
 
 

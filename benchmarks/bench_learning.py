@@ -5,8 +5,8 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
 It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes
-``<out>/roles.jsonl`` (one line per step: per role its rows, mean reward and rows with a non-zero advantage --
-every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
+``<out>/metrics.jsonl`` and ``<out>/curves.png`` as ``mara train`` does, and ``<out>/roles.jsonl`` (one line per
+step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
 advantage; the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
 and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
 MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
@@ -42,6 +42,7 @@ import torch
 from trainer.config import load_config
 from trainer.run.engine import Trainer
 from trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
+from trainer.run.metrics import MetricsLog, plot_curves
 from trainer.run.warmup import cross_entropy, demo_samples, role_stats
 
 
@@ -131,6 +132,9 @@ def learning_run(
     cold_start = {name: value.detach().clone() for name, value in trainer.policy.state_dict().items()}
     prefix = f"{config.algorithm.method}/"
     history, rl_cpu_seconds = [], 0.0
+    curves = MetricsLog(out)
+    if before:
+        curves.write(-1, before)
     with open(out / "roles.jsonl", "w") as log:
         if before:
             log.write(json.dumps({"step": -1, "heldout": before}) + "\n")
@@ -144,6 +148,7 @@ def learning_run(
             due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))
             heldout = heldout_metrics(trainer.evaluation) if due else {}
             history.append(StepRecord(stats, method, heldout))
+            curves.write(trainer.step - 1, metrics | heldout)
             row = {
                 "step": trainer.step - 1,
                 "reward_mean": metrics["reward_mean"],
@@ -158,6 +163,8 @@ def learning_run(
             print(f"step {trainer.step - 1}: {rewards} {shown}".rstrip(), flush=True)
             if heldout:
                 print(f"  held-out: {shown_heldout(heldout)}", flush=True)
+    curves.close()
+    plot_curves(out)
     arm = None
     if control and evaluates:
         trainer.policy.load_state_dict(cold_start)

@@ -6,8 +6,9 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
 
 It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes
 ``<out>/metrics.jsonl`` and ``<out>/curves.png`` as ``mara train`` does, and ``<out>/roles.jsonl`` (one line per
-step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
-advantage; the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
+step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's episodes made,
+those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
+``<method>/...``). It prints, per role, the mean reward over the first
 and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
 MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
 F1 gains) rising over training -- then the same for each method metric (MarsRL: ``marsrl/verifier_precision``,

@@ -85,7 +85,8 @@ def test_the_decision_and_its_reason_are_one_logged_line(tmp_path, vllm_on_cpu, 
     line = record.getMessage()
     assert "\n" not in line
     assert line.startswith(
-        "generation engine hf (-M backend / rollout.backend auto): 512 expected tokens on 300 MiB"
+        "generation engine hf (-M backend / rollout.backend auto): 512 expected tokens on "
+        f"{REFERENCE_BYTES / 2**20:,.0f} MiB of weights"
     )
     assert f"about {ours:,.0f} CPU-s on ours, {vllm:,.0f} on vLLM" in line
 

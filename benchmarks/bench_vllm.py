@@ -2,9 +2,9 @@
 
 Needs the vllm package (its CPU build in ``.venv-vllm``); skipped without it. Two checkpoints from
 ``mara tiny-model``: ``--hidden-size 256`` (1.4M parameters, 6 MB) and ``--hidden-size 2048`` (76M parameters,
-300 MB), and SmolLM2-135M where it has been converted (``MODELS_DIR``; skipped otherwise). Every engine runs
-in float32 (``DTYPE``, passed explicitly: vLLM's CPU build would otherwise run a float32 checkpoint in
-bfloat16). Each case sends N concurrent greedy requests (``NEW_TOKENS`` new tokens at most) and counts the
+300 MB), and SmolLM2-135M where it has been converted (``MODELS_DIR``; skipped otherwise), each in float32
+and in bfloat16 (``DTYPES``; select with ``-k``), the dtype passed explicitly to every engine (vLLM's CPU build
+would otherwise run a float32 checkpoint in bfloat16). Each case sends N concurrent greedy requests (``NEW_TOKENS`` new tokens at most) and counts the
 output tokens per CPU-second (``benchmarks/_cpu.py``: vLLM's includes its server process and Inspect's client
 side in this one; ours and plain ``generate`` this process's) and per wall-clock second. ``ROUNDS``
 interleaved pairs (``benchmarks/_pairs.py``) give per-pair ratios of our engine over vLLM and over plain
@@ -43,7 +43,10 @@ pytestmark = pytest.mark.skipif(
 NEW_TOKENS = 32
 CONFIG = GenerateConfig(max_tokens=NEW_TOKENS, temperature=0)
 ROUNDS = 3
+START_ROUNDS = 2
 DTYPE = "float32"
+"""The start-up measurement's dtype."""
+DTYPES = ("float32", "bfloat16")
 SIZES = {"tiny-256": 256, "76M": 2048}
 MODELS_DIR = Path.home() / ".cache" / "mara-bench" / "models"
 CONVERTED = ("smollm2-135m",)
@@ -69,22 +72,27 @@ def loop():
     event_loop.close()
 
 
-@pytest.fixture(scope="module", params=[*SIZES, *CONVERTED])
+@pytest.fixture(
+    scope="module",
+    params=[(name, dtype) for name in (*SIZES, *CONVERTED) for dtype in DTYPES],
+    ids=lambda case: "-".join(case),
+)
 def engines(request, tmp_path_factory):
-    """One checkpoint of each size, served three ways."""
-    if request.param in SIZES:
-        path = build_tiny_model(tmp_path_factory.mktemp(request.param), hidden_size=SIZES[request.param])
+    """One checkpoint of each size in one dtype, served three ways."""
+    name, dtype = request.param
+    if name in SIZES:
+        path = build_tiny_model(tmp_path_factory.mktemp(name), hidden_size=SIZES[name])
     else:
-        path = MODELS_DIR / request.param
+        path = MODELS_DIR / name
         if not (path / "config.json").is_file():
-            pytest.skip(f"{request.param} is not converted under {MODELS_DIR}")
-    vllm = get_model(f"local/{path}", backend="vllm", dtype=DTYPE, max_model_len=1024, seed=0, memoize=False)
-    ours = get_model(f"local/{path}", backend="hf", dtype=DTYPE, batch_size=64, memoize=False)
+            pytest.skip(f"{name} is not converted under {MODELS_DIR}")
+    vllm = get_model(f"local/{path}", backend="vllm", dtype=dtype, max_model_len=1024, seed=0, memoize=False)
+    ours = get_model(f"local/{path}", backend="hf", dtype=dtype, batch_size=64, memoize=False)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    plain = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, DTYPE)).eval()
-    yield request.param, path, vllm, ours, (plain, tokenizer)
+    plain = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+    yield name, dtype, path, vllm, ours, (plain, tokenizer)
     vllm.api.close()  # one server at a time
 
 
@@ -124,7 +132,7 @@ def plain_rate(plain: tuple, concurrent: int) -> Rate:
 
 @pytest.mark.parametrize("concurrent", [1, 8, 32])
 def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
-    name, path, vllm, ours, plain = engines
+    name, dtype, path, vllm, ours, plain = engines
     for warm in (
         lambda: local_rate(vllm, 2, loop, server=True),
         lambda: local_rate(ours, 2, loop, server=False),
@@ -146,7 +154,7 @@ def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
         lambda: plain_rate(plain, concurrent),
         ROUNDS,
     )
-    row = {"model": name, "dtype": DTYPE, "concurrent": concurrent}
+    row = {"model": name, "dtype": dtype, "concurrent": concurrent}
     for unit in ("cpu", "wall"):
         over_vllm = ratio_spread(pairs_vllm, lambda p, u=unit: getattr(p.ours, u) / getattr(p.baseline, u))
         over_plain = ratio_spread(pairs_plain, lambda p, u=unit: getattr(p.ours, u) / getattr(p.baseline, u))
@@ -158,13 +166,53 @@ def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
             f"ours_over_plain_{unit}": over_plain.as_dict(),
         }
         print(
-            f"\n{name} {DTYPE} x{concurrent} per {unit}-second: medians ours {row[f'ours_tok_{unit}_s']:.0f} "
+            f"\n{name} {dtype} x{concurrent} per {unit}-second: medians ours {row[f'ours_tok_{unit}_s']:.0f} "
             f"tok, vLLM {row[f'vllm_tok_{unit}_s']:.0f}, plain generate {row[f'plain_tok_{unit}_s']:.0f}; "
             f"ours/vLLM min/median/max {over_vllm}; ours/plain {over_plain}"
         )
     row["auto"] = choose_backend("auto", path, expected_tokens=concurrent * NEW_TOKENS)
     print(f"{name} x{concurrent}: auto for {concurrent * NEW_TOKENS} expected tokens: {row['auto']}")
     benchmark.extra_info.update(row)
+
+
+def start_up_cpu_s(path: Path, backend: str, loop: asyncio.AbstractEventLoop) -> float:
+    """CPU-seconds from creating a ``local/`` model to the end of its first one-token answer: the weights' load,
+    and for vLLM its server's start (read while the server still runs, then it is stopped)."""
+    server = backend == "vllm"
+    cpu = cpu_seconds(descendants=server)
+    model = get_model(f"local/{path}", backend=backend, dtype=DTYPE, max_model_len=1024, memoize=False)
+    one = GenerateConfig(max_tokens=1, temperature=0)
+    loop.run_until_complete(model.generate([ChatMessageUser(content=_question(0))], config=one))
+    spent = cpu_seconds(descendants=server) - cpu
+    if server:
+        model.api.close()
+    return spent
+
+
+def test_start_up_cpu_seconds(benchmark, tmp_path_factory, loop):
+    """vLLM's start-up beyond our engine's load, on the 76M checkpoint (``START_ROUNDS`` interleaved pairs):
+    ``harness.providers.backends.CPU_COSTS.vllm_start_cpu_s``."""
+    path = build_tiny_model(tmp_path_factory.mktemp("start-76M"), hidden_size=SIZES["76M"])
+    pairs = benchmark.pedantic(
+        interleaved_pairs,
+        args=(
+            lambda: start_up_cpu_s(path, "hf", loop),
+            lambda: start_up_cpu_s(path, "vllm", loop),
+            START_ROUNDS,
+        ),
+        rounds=1,
+        iterations=1,
+    )
+    extra = ratio_spread(pairs, lambda p: p.baseline - p.ours)
+    benchmark.extra_info.update(
+        ours_cpu_s=[p.ours for p in pairs],
+        vllm_cpu_s=[p.baseline for p in pairs],
+        vllm_extra_cpu_s=extra.as_dict(),
+    )
+    print(
+        f"\nstart-up to a first token, 76M {DTYPE}: ours {[round(p.ours, 1) for p in pairs]} CPU-s, "
+        f"vLLM {[round(p.baseline, 1) for p in pairs]}; vLLM's extra min/median/max {extra}"
+    )
 
 
 def test_trainer_rollout_per_backend(benchmark, tmp_path_factory):

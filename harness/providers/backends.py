@@ -56,7 +56,7 @@ REFERENCE_BYTES = 538_090_408
 CPU_COSTS = EngineCosts(vllm_start_cpu_s=35.5, ours_tokens_per_cpu_s=48.0, vllm_tokens_per_cpu_s=62.0)
 """Measured in ``docs/experiments/engines.md``: vLLM's start-up to a first token beyond our engine's, 35.5
 CPU-seconds (median; the 76M shape, float32); the rates are SmolLM2-135M's in float32 at 8-32 concurrent
-requests (ours 34-62, vLLM 44-80 tokens per CPU-second): vLLM pays from about 7,600 tokens there."""
+requests (ours 34-62, vLLM 44-80 tokens per CPU-second): vLLM pays from about 7,500 tokens there."""
 
 
 def breakeven_tokens(size: int, costs: EngineCosts = CPU_COSTS) -> int | None:

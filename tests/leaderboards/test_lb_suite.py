@@ -112,7 +112,7 @@ def test_the_cli_prints_one_line_for_a_bad_suite(tmp_path, make_suite, capsys):
     err = capsys.readouterr().err
     assert err == f"mara nightly: {path}: settings.eval.limt: unknown key; did you mean 'limit'? " + (
         "valid keys: epochs, fail_on_error, limit, log_format, max_connections, max_samples, max_tasks, "
-        "retry_attempts, temperature\n"
+        "max_tokens, retry_attempts, temperature\n"
     )
     assert not (tmp_path / "out").exists()
 

@@ -24,9 +24,9 @@ import torch
 from _pairs import interleaved_pairs, ratio_spread
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
-from harness.chat_template import render_prompt
-from harness.providers.backends import vllm_ready
-from harness.tinymodel import build_tiny_model
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.backends import vllm_ready
+from mara_bench.harness.tinymodel import build_tiny_model
 
 pytestmark = pytest.mark.skipif(
     not vllm_ready(), reason="needs the vllm package (bash scripts/setup.sh --vllm)"
@@ -135,8 +135,8 @@ def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
 
 
 def test_trainer_rollout_per_backend(benchmark, tmp_path_factory):
-    from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+    from mara_bench.trainer.run.engine import Trainer
 
     path = build_tiny_model(tmp_path_factory.mktemp("rollout-256"), hidden_size=256)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from harness.toolcache import ToolCache
+    from mara_bench.harness.toolcache import ToolCache
 
 logger = logging.getLogger(__name__)
 Message = dict[str, str]
@@ -86,7 +86,7 @@ class Toolbox:
     def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: ToolCache | None = None):
         self._tools: dict[str, ToolFunction] = dict(tools or {})
         self.cache = cache
-        """The tool cache the tools sit behind (``harness.toolcache``), or ``None`` when tools run live."""
+        """The tool cache the tools sit behind (``mara_bench.harness.toolcache``), or ``None`` when tools run live."""
 
     def names(self) -> list[str]:
         return sorted(self._tools)
@@ -127,7 +127,7 @@ class ModelCall:
     """The system's turn or iteration counter when the call was made."""
     meta: dict[str, Any] = field(default_factory=dict)
     """The system's per-call outcome as plain data, written and read through its typed ``Outcome``
-    (``harness.systems.outcomes``: ``SolverOutcome``, ``VerifierOutcome``, ``DistillOutcome``,
+    (``mara_bench.harness.systems.outcomes``: ``SolverOutcome``, ``VerifierOutcome``, ``DistillOutcome``,
     ``WorkerOutcome``, ``PlanOutcome``, ``SearchOutcome``, ``UpdateOutcome``)."""
 
 
@@ -175,7 +175,7 @@ class Episode:
     answers: dict[str, str | None] = field(default_factory=dict)
     """Other named answers to score from the same run, e.g. ``{"solver": ...}`` for the V-C system."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """The system's per-episode outcome as plain data, through its typed ``Outcome`` (``harness.systems.outcomes``:
+    """The system's per-episode outcome as plain data, through its typed ``Outcome`` (``mara_bench.harness.systems.outcomes``:
     ``VCOutcome``, ``MatpoOutcome``, ``MaskOutcome``, ``ToolLoopOutcome``, the trainer's ``GroupedRolloutOutcome``...)."""
 
     def calls_by_role(self, role: str) -> list[ModelCall]:

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import _engine_update_helpers as helpers  # noqa: E402
 
-from trainer.run.engine import Trainer  # noqa: E402
+from mara_bench.trainer.run.engine import Trainer  # noqa: E402
 
 
 def _free_port() -> int:

@@ -1,5 +1,5 @@
 """Advantage arithmetic: plain tensor functions (the recipe picks an estimator by name in
-``trainer.algorithms.estimators``).
+``mara_bench.trainer.algorithms.estimators``).
 
 * ``grpo`` -- group-normalised outcome rewards (GRPO; ``normalize_std=False`` is Dr.GRPO).
 * ``broadcast`` -- a parent's scalar advantage spread over each child's own loss mask (MATPO's planner → workers).

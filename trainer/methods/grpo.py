@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.systems.types import Episode
-from trainer.methods.base import Method, concatenate, question_id
-from trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.harness.systems.types import Episode
+from mara_bench.trainer.methods.base import Method, concatenate, question_id
+from mara_bench.trainer.rollouts.samples import Sample, samples_from_episode
 
 
 def rewarded_samples(

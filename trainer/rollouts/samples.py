@@ -5,11 +5,11 @@ A sample is one token sequence the policy is trained on: the prompt (never train
 assistant turns and tool results) becomes ONE sample whose response covers the whole conversation after the
 first prompt: assistant tokens are in the mask, tool / user / other-agent tokens and chat-template scaffolding
 are out. When every call of the conversation carries its token ids (the trainer's policy chat: token-in/token-out,
-``trainer.rollouts.token_turns``), the sample is those ids exactly -- each call's reply as generated, then the
+``mara_bench.trainer.rollouts.token_turns``), the sample is those ids exactly -- each call's reply as generated, then the
 tokens its next call's prompt added -- so what is trained is exactly what the model saw and produced, and
 every generated token keeps the engine's logprob (``rollout_logprobs``). Otherwise the ids are a re-render of
 the whole conversation with the tokenizer's chat template (up to the final end-of-turn token) by the renderer
-generation uses (``harness.chat_template.render_prompt``).
+generation uses (``mara_bench.harness.chat_template.render_prompt``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.chat_template import render_prompt
-from harness.systems.types import Episode, Message, ModelCall
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.systems.types import Episode, Message, ModelCall
 
 
 @dataclass
@@ -36,10 +36,10 @@ class Sample:
     under pipelined rollouts: there they are the sampler's own, at the training temperature)."""
     rollout_logprobs: list[float] | None = None
     """Per ``response_ids`` token, the logprob the generation engine reported for it (temperature 1), NaN where
-    it reported none (tokens it did not generate): what ``trainer.rollouts.parity`` compares with the
+    it reported none (tokens it did not generate): what ``mara_bench.trainer.rollouts.parity`` compares with the
     trainer's forward."""
     policy_version: int | None = None
-    """Under pipelined rollouts (``trainer.rollouts.pipelined``): the policy version (learner steps taken) of
+    """Under pipelined rollouts (``mara_bench.trainer.rollouts.pipelined``): the policy version (learner steps taken) of
     the weights that started sampling this row; its staleness is the training step's version minus this."""
     role: str = "policy"
     """The agent role that made the call (``solver``, ``verifier``, ``planner``, ...)."""

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
+from mara_bench.core.episodes import Reply, Toolbox
 from mara_bench.harness.binpack import first_fit_decreasing
 from mara_bench.harness.systems import mars
-from mara_bench.harness.systems.types import Reply, Toolbox
 from mara_bench.harness.tools.output import ToolText
 
 PAGES_PER_CALL = 20

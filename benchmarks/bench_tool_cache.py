@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from _pairs import Spread, interleaved_pairs, ratio_spread
 
-from mara_bench.harness.systems.types import Toolbox
+from mara_bench.core.episodes import Toolbox
 from mara_bench.harness.tools import build_toolbox
 
 QUERIES = 10

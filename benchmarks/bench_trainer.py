@@ -337,10 +337,10 @@ def _scoring_pass(path: str) -> dict[str, float]:
     """Forward + backward of one micro-batch's response logprobs and entropies at a 32k vocabulary."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
+    from mara_bench.core.samples import Sample
     from mara_bench.trainer.algorithms.losses import entropy
     from mara_bench.trainer.learner.logprobs import response_scores
     from mara_bench.trainer.learner.packing import micro_batches, response_logits, token_logprobs
-    from mara_bench.trainer.rollouts.samples import Sample
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -39,7 +39,7 @@ def fixed_rows(count: int, response: int, vocab: int) -> list:
     """``count`` rows in groups of two, the roles in turn, with different rewards inside each group."""
     import torch
 
-    from mara_bench.trainer.rollouts.samples import Sample
+    from mara_bench.core.samples import Sample
 
     draw = torch.Generator().manual_seed(0)
     return [

@@ -26,10 +26,10 @@ import yaml
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
-from mara_bench.judges.inspect_compat import register_bare_name
+from mara_bench.core.inspect_compat import register_bare_name
 
 if TYPE_CHECKING:
-    from mara_bench.harness.systems.types import Episode
+    from mara_bench.core.episodes import Episode
 
 ACCOUNTING_SCORE = "accounting"
 """The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""

@@ -19,6 +19,9 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai.model import Model, get_model, model_roles
 
+from mara_bench.core.inspect_compat import PrerequisiteError, active_model
+from mara_bench.core.named import lookup
+from mara_bench.core.typed_config import ConfigError, did_you_mean
 from mara_bench.harness.audit import audited_answers, human_verdict, load_audit
 from mara_bench.harness.breakdowns import breakdown_keys, with_breakdowns
 from mara_bench.harness.datasets import get_benchmark, load_benchmark
@@ -28,11 +31,8 @@ from mara_bench.harness.providers.provenance import recorded
 from mara_bench.harness.systems import get_system, index_record, system_solver, tool_cache_summary
 from mara_bench.harness.task_metadata import TaskMetadata, dataset_hash
 from mara_bench.harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
-from mara_bench.harness.typed_config import ConfigError, did_you_mean
 from mara_bench.judges import registry as judges
 from mara_bench.judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
-from mara_bench.judges.inspect_compat import PrerequisiteError, active_model
-from mara_bench.judges.named import lookup
 
 
 def _judge_choice(

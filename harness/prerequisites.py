@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mara_bench.judges.inspect_compat import PrerequisiteError
+from mara_bench.core.inspect_compat import PrerequisiteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -17,8 +17,8 @@ from inspect_ai import Epochs
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, ScoreReducer, mean_score, pass_at, score_reducer
 
+from mara_bench.core.named import lookup
 from mara_bench.judges.metrics import is_unscored
-from mara_bench.judges.named import lookup
 
 
 @score_reducer(name="maj_at_k")

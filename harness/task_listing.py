@@ -112,7 +112,7 @@ def describe_task(name: str) -> list[str]:
 
     tasks = registered_tasks()
     if name not in tasks:
-        from mara_bench.harness.typed_config import did_you_mean
+        from mara_bench.core.typed_config import did_you_mean
 
         raise SystemExit(
             f"mara tasks: no task {name!r}; {did_you_mean(name, tasks)}run `mara tasks` to list them"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mara_bench.core.typed_config import did_you_mean
 from mara_bench.harness.invocation import INVOCATION_DIR
-from mara_bench.harness.typed_config import did_you_mean
 
 TASK_COMMANDS = frozenset({"eval", "eval-set"})
 PACKAGE = "mara_bench"

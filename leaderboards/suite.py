@@ -40,8 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from mara_bench.harness.redaction import credential_problem
-from mara_bench.harness.typed_config import (
+from mara_bench.core.typed_config import (
     ConfigError,
     ConfigProblem,
     config_dataclass,
@@ -49,6 +48,7 @@ from mara_bench.harness.typed_config import (
     load_yaml,
     validate,
 )
+from mara_bench.harness.redaction import credential_problem
 
 
 class SuiteError(ConfigError):

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator
 
-from mara_bench.harness.typed_config import ConfigProblem, config_dataclass
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass
 
 AdapterMode = Literal["own", "shared", "frozen"]
 ADAPTER_MODES = typing.get_args(AdapterMode)
@@ -66,7 +66,7 @@ class RoleConfig:
 def check_roles(roles: dict[str, RoleConfig], known: tuple[str, ...], system: str) -> None:
     """Raise ``ConfigProblem`` (keys under ``roles``) when ``roles`` names a role ``system`` lacks, freezes every
     role, gives a frozen role a learning rate, or gives the shared adapter two learning rates."""
-    from mara_bench.harness.typed_config import did_you_mean
+    from mara_bench.core.typed_config import did_you_mean
 
     for role, settings in roles.items():
         if role not in known:

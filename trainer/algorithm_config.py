@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from mara_bench.harness.typed_config import ConfigProblem, config_dataclass, did_you_mean
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass, did_you_mean
 from mara_bench.trainer import registry
 
 MarsRLRollout = Literal["chains", "grouped"]

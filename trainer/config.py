@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from mara_bench.harness.typed_config import (
+from mara_bench.core.typed_config import (
     ConfigError,
     ConfigProblem,
     config_dataclass,
@@ -366,15 +366,13 @@ class TrainConfig:
                 "remove it, or use algorithm.advantage: gae",
             )
         if self.warmup.steps:
-            from mara_bench.trainer.demos import POLICIES
-
-            if self.task.system not in POLICIES:
+            if self.task.system not in registry.DEMO_SKILLS:
                 raise ConfigProblem(
                     "warmup.steps",
                     f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
-                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(POLICIES))}",
+                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(registry.DEMO_SKILLS))}",
                 )
-            roles = POLICIES[self.task.system].skills
+            roles = registry.DEMO_SKILLS[self.task.system].load()
             unknown = sorted(set(self.warmup.demo_skills) - set(roles))
             if unknown:
                 raise ConfigProblem(

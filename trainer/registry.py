@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from mara_bench.judges import named
+from mara_bench.core import named
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,14 @@ POLICY_LOSSES: dict[str, Named] = {"ppo": Named("mara_bench.trainer.algorithms.l
 """``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO
 and M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``mara_bench.trainer.algorithms.losses``)."""
 
+DEMO_SKILLS: dict[str, Named] = {
+    system: Named(f"mara_bench.trainer.demos.{system}:SKILLS") for system in ("vc", "mars", "matpo", "mask")
+}
+"""The systems with a demonstration policy for the cold start (``mara_bench.trainer.demos.POLICIES``), each with
+its roles' default skills: what a recipe's ``warmup`` is checked against."""
+
 
 def entry(registry: dict[str, Named], name: str, kind: str) -> Named:
-    """``registry[name]``; an unknown name raises ``mara_bench.judges.named``'s ValueError naming ``kind`` and the known
+    """``registry[name]``; an unknown name raises ``mara_bench.core.named``'s ValueError naming ``kind`` and the known
     names."""
     return named.lookup(registry, name, kind)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from mara_bench.harness.typed_config import ConfigProblem, config_dataclass
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass
 
 
 @config_dataclass

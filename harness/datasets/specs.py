@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from mara_bench.core.named import lookup
 from mara_bench.harness.datasets.formats import FLASHRAG, QUESTION_ANSWER, VERL_PARQUET, RowFormat
-from mara_bench.judges.named import lookup
 
 RowFilter = Callable[[Mapping[str, Any]], bool]
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
-from mara_bench.harness.typed_config import config_dataclass, validate
+from mara_bench.core.typed_config import config_dataclass, validate
 
 BATCH_SIZE = 16
 """Rows generated together unless ``-M batch_size`` or ``--max-connections`` says otherwise."""

@@ -24,6 +24,13 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from mara_bench.core.inspect_compat import (
+    DEFAULT_MAX_TOKENS,
+    JSON_SCHEMA_EXTENDED_FIELDS,
+    HFHandler,
+    emulate_reasoning_history,
+    json_schema_dump,
+)
 from mara_bench.harness.chat_template import render_prompt, template_renders_tools
 from mara_bench.harness.providers.batching import RequestBatcher
 from mara_bench.harness.providers.generation import Completion, DecodeBatch, context_length, generate
@@ -33,13 +40,6 @@ from mara_bench.harness.providers.local_options import LocalOptions
 from mara_bench.harness.providers.resolve import ResolvedCheckpoint
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.providers.scheduler import ContinuousBatcher, GenerationRequest
-from mara_bench.judges.inspect_compat import (
-    DEFAULT_MAX_TOKENS,
-    JSON_SCHEMA_EXTENDED_FIELDS,
-    HFHandler,
-    emulate_reasoning_history,
-    json_schema_dump,
-)
 
 logger = logging.getLogger(__name__)
 

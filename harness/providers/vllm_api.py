@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from inspect_ai.model import GenerateConfig, ModelAPI
 
+from mara_bench.core.inspect_compat import VLLMAPI
 from mara_bench.harness.providers.loading import explicit_dtype
 from mara_bench.harness.providers.local_options import LocalOptions
 from mara_bench.harness.providers.resolve import ResolvedCheckpoint
-from mara_bench.judges.inspect_compat import VLLMAPI
 
 logger = logging.getLogger(__name__)
 

@@ -12,18 +12,18 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from mara_bench.core.episodes import Chat, Episode, Toolbox
+from mara_bench.core.inspect_compat import active_generate_config
+from mara_bench.core.named import lookup
+from mara_bench.core.typed_config import ConfigError, did_you_mean
 from mara_bench.harness.accounting import record_account
 from mara_bench.harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
 from mara_bench.harness.prompts import fill
 from mara_bench.harness.systems import direct, mars, mask, matpo, react, vc
 from mara_bench.harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
 from mara_bench.harness.systems.options import check_options, option_names
-from mara_bench.harness.systems.types import Chat, Episode, Toolbox
 from mara_bench.harness.toolcache.counts import counting
 from mara_bench.harness.tools.settings import ToolSettings
-from mara_bench.harness.typed_config import ConfigError, did_you_mean
-from mara_bench.judges.inspect_compat import active_generate_config
-from mara_bench.judges.named import lookup
 
 logger = logging.getLogger(__name__)
 

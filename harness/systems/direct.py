@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, Toolbox
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Toolbox
 
 ROLE = "solver"
 

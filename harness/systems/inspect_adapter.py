@@ -35,8 +35,8 @@ from inspect_ai.model import (
 from inspect_ai.solver import TaskState
 from inspect_ai.util import Store, span
 
-from mara_bench.harness.systems.types import Episode, FinishReason, Message, Reply
-from mara_bench.judges.inspect_compat import active_generate_config
+from mara_bench.core.episodes import Episode, FinishReason, Message, Reply
+from mara_bench.core.inspect_compat import active_generate_config
 from mara_bench.judges.response import store_key
 
 EPISODE_KEY = "episode"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from mara_bench.harness.binpack import first_fit_decreasing
 from mara_bench.harness.prompts import fill
 from mara_bench.harness.prompts.sets import prompt_choice, prompt_set
@@ -31,7 +32,6 @@ from mara_bench.harness.systems.outcomes import DistillOutcome, MarsSetup
 from mara_bench.harness.systems.parsing import strip_thinking
 from mara_bench.harness.systems.tokens import TokenMeter, token_meter
 from mara_bench.harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from mara_bench.harness.tools.pages import Document, read_pages
 
 SYSTEM2 = "system2"

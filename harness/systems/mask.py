@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from mara_bench.harness.prompts.sets import PromptSet, prompt_choice, prompt_set
 from mara_bench.harness.systems.mask_format import legal_format
 from mara_bench.harness.systems.mask_parse import (
@@ -58,7 +59,6 @@ from mara_bench.harness.systems.outcomes import (
     SearchOutcome,
     UpdateOutcome,
 )
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
 from mara_bench.harness.tools.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"

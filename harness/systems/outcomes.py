@@ -3,7 +3,7 @@ harness's stored logs).
 
 Each system writes its outcome fields through one of these classes, and every reader reads them back through the
 same class -- never by string key. The fields are stored as plain data in ``meta`` (``ModelCall.meta`` per call,
-``Episode.meta`` per episode; ``mara_bench.harness.systems.types``), since Episodes are serialised.
+``Episode.meta`` per episode; ``mara_bench.core.episodes``), since Episodes are serialised.
 """
 
 from __future__ import annotations

@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
 from mara_bench.harness.prompts.sets import prompt_choice, prompt_set
 from mara_bench.harness.systems.options import AtLeastOne, NonNegative
 from mara_bench.harness.systems.outcomes import SolverOutcome, VCOutcome, VerifierOutcome
 from mara_bench.harness.systems.parsing import strip_thinking
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
 
 SOLVER = "solver"
 VERIFIER = "verifier"

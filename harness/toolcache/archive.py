@@ -31,6 +31,7 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
+from mara_bench.core.typed_config import config_dataclass, validate
 from mara_bench.harness.toolcache.blobs import PIECE, BlobProblem, deflate, deflated_limit, inflate
 from mara_bench.harness.toolcache.keys import HASH, check_hash, check_name, recorded_request_problem
 from mara_bench.harness.toolcache.store import (
@@ -43,7 +44,6 @@ from mara_bench.harness.toolcache.store import (
     snapshot_digest,
 )
 from mara_bench.harness.toolcache.variants import response_limit
-from mara_bench.harness.typed_config import config_dataclass, validate
 
 FORMAT = "mara-tool-snapshot"
 VERSION = 2

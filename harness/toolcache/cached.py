@@ -30,7 +30,7 @@ import logging
 import threading
 from typing import Any, Literal
 
-from mara_bench.harness.systems.types import ToolError, ToolFunction, TransientToolError
+from mara_bench.core.episodes import ToolError, ToolFunction, TransientToolError
 from mara_bench.harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
 from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of
 from mara_bench.harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError, open_store

@@ -8,7 +8,7 @@
 Tool arguments: ``search(query)``, ``retrieve(query)``, ``scholar(query)`` -- ``query`` is a string or a list of
 up to ``max_queries`` strings; ``browse(url)``; ``python(code)``. Every tool returns text for the agent; search,
 retrieve, scholar and browse return a ``ToolText`` whose ``documents`` are the separate results/pages. Web results
-pass the leak blocklist; failures raise ``mara_bench.harness.systems.types.ToolError``. Settings: ``ToolSettings``.
+pass the leak blocklist; failures raise ``mara_bench.core.episodes.ToolError``. Settings: ``ToolSettings``.
 
 The names below load on first use (``mara_bench.harness.tools.toolbox`` builds the tools, each tool's module imported when
 that tool is built), so importing ``mara_bench.harness.tools`` or one of its light modules loads no web or retrieval stack.

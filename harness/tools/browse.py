@@ -23,7 +23,7 @@ import re
 import pypdf
 import trafilatura
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools.addresses import AddressPolicy
 from mara_bench.harness.tools.blocklist import Blocklist
 from mara_bench.harness.tools.output import ToolText

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import uuid
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools.python_sandbox import (
     CHILD,
     SandboxLimits,

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from mara_bench.harness.systems.types import ToolError, TransientToolError
+from mara_bench.core.episodes import ToolError, TransientToolError
 
 MAX_IDLE = 4
 """Workers kept alive between pages (each holds the extraction stack, about 100 MB)."""

@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import bwrap, call_cgroup, cleanup_tree
 
 logger = logging.getLogger(__name__)

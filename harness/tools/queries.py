@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from mara_bench.harness.systems.types import ToolError, TransientToolError
+from mara_bench.core.episodes import ToolError, TransientToolError
 from mara_bench.harness.tools.blocklist import Blocklist
 from mara_bench.harness.tools.output import Hit, QueryResult, ToolText, render_results
 

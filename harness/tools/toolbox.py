@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mara_bench.harness.systems.types import Toolbox, ToolFunction
+from mara_bench.core.episodes import Toolbox, ToolFunction
 from mara_bench.harness.tools.addresses import AddressPolicy
 from mara_bench.harness.tools.blocklist import Blocklist
 from mara_bench.harness.tools.queries import SearchOne, answer_queries

@@ -31,8 +31,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from mara_bench.core.episodes import ToolError, TransientToolError
 from mara_bench.harness.redaction import redact_url
-from mara_bench.harness.systems.types import ToolError, TransientToolError
 from mara_bench.harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
 from mara_bench.harness.tools.decoding import (
     ACCEPT_ENCODING,

@@ -13,11 +13,12 @@ import ast
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "mara_bench"
-FOLDERS = {"tasks": PACKAGE, "judges": f"{PACKAGE}.judges"}
+FOLDERS = {"tasks": PACKAGE, "core": f"{PACKAGE}.core", "judges": f"{PACKAGE}.judges"}
 FOLDERS |= {name: f"{PACKAGE}.{name}" for name in ("harness", "trainer", "leaderboards")}
 """Checkout folder -> the package it is (pyproject's ``package-dir``)."""
 
@@ -29,9 +30,53 @@ CONTRACTS: dict[str, tuple[Floor, ...]] = {
         ("tasks/",),
         ("harness/",),
         ("judges/",),
+        ("core/",),
+    ),
+    "trainer": (
+        ("trainer/run/",),
+        ("trainer/rollouts/",),
+        ("trainer/learner/",),
+        ("trainer/methods/",),
+        ("trainer/demos/",),
+        ("trainer/tasks/",),
+        ("trainer/algorithms/",),
+        ("trainer/",),  # its shared floor: the recipe's typed config, the registry, samples, step records
+    ),
+    "harness": (
+        ("harness/cli.py", "harness/_registry.py"),
+        ("harness/demo.py", "harness/task_listing.py"),
+        ("harness/tasks.py",),
+        ("harness/evaluation.py",),
+        ("harness/providers/",),
+        ("harness/prerequisites.py",),
+        ("harness/task_spec_errors.py", "harness/accounting.py"),
+        ("harness/systems/",),
+        ("harness/tools/",),
+        ("harness/toolcache/",),
+        ("harness/datasets/", "harness/audit.py", "harness/checkpoints.py"),
+        (
+            "harness/",
+        ),  # its shared floor: prompts, protocols, retrieval, redaction, invocation, chat template ...
     ),
 }
 """The layering, top floor first (see the module docstring)."""
+
+NOT_YET = {
+    (
+        "harness/evaluation.py",
+        "harness/tasks.py",
+    ): "the -T schema (TaskArguments) sits above the Task builder",
+    ("harness/systems/__init__.py", "harness/accounting.py"): "the accounting scorer reads the systems",
+    ("harness/toolcache/cached.py", "harness/tools/output.py"): "tools/ holds tool code the cache needs",
+    ("harness/toolcache/cli.py", "harness/tools/settings.py"): "tools/ holds tool settings the cache needs",
+    ("harness/toolcache/store.py", "harness/tools/settings.py"): "tools/ holds tool settings the cache needs",
+    (
+        "harness/toolcache/variants.py",
+        "harness/tools/settings.py",
+    ): "tools/ holds tool settings the cache needs",
+}
+"""Imports against the contract that are known and not yet mended, (importer, imported): why each is there. The
+contract test fails on any other, and on an entry here that no longer exists."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +117,8 @@ def _imported_names(tree: ast.Module, module: str, is_package: bool) -> Iterator
                 yield f"{base}.{alias.name}", node.lineno
 
 
-def edges() -> list[Edge]:
+@cache
+def edges() -> tuple[Edge, ...]:
     """Every import from one of the package's files to another (one per file pair, at its first line)."""
     files = module_files()
     found: dict[tuple[str, str], Edge] = {}
@@ -82,7 +128,7 @@ def edges() -> list[Edge]:
             target = files.get(name)
             if target is not None and target != path and (path, target) not in found:
                 found[(path, target)] = Edge(path, target, line)
-    return sorted(found.values(), key=lambda edge: (edge.source, edge.target))
+    return tuple(sorted(found.values(), key=lambda edge: (edge.source, edge.target)))
 
 
 def _place(path: str, floors: tuple[Floor, ...]) -> tuple[int, str] | None:
@@ -99,21 +145,20 @@ def _place(path: str, floors: tuple[Floor, ...]) -> tuple[int, str] | None:
     return index, part
 
 
-def broken(contracts: dict[str, tuple[Floor, ...]] = CONTRACTS) -> list[str]:
-    """Every import that runs up a floor, or across parts of one floor, in any contract: one line each."""
-    lines = []
+def broken(contracts: dict[str, tuple[Floor, ...]] = CONTRACTS) -> dict[tuple[str, str], str]:
+    """Every import that runs up a floor, or across parts of one floor, in any contract: (importer, imported) ->
+    one line saying where and how."""
+    found, every_edge = {}, edges()
     for name, floors in contracts.items():
-        for edge in edges():
+        for edge in every_edge:
             source, target = _place(edge.source, floors), _place(edge.target, floors)
-            if source is None or target is None or source[1] == target[1]:
+            if source is None or target is None or source[1] == target[1] or target[0] > source[0]:
                 continue
-            if target[0] < source[0]:
-                lines.append(f"{name}: {edge.source}:{edge.line} imports {edge.target}, a floor above it")
-            elif target[0] == source[0]:
-                lines.append(
-                    f"{name}: {edge.source}:{edge.line} imports {edge.target}, beside it on its floor"
-                )
-    return lines
+            where = "a floor above it" if target[0] < source[0] else "beside it on its floor"
+            found[(edge.source, edge.target)] = (
+                f"{name}: {edge.source}:{edge.line} imports {edge.target}, {where}"
+            )
+    return found
 
 
 def circles() -> list[list[str]]:
@@ -155,8 +200,8 @@ def circles() -> list[list[str]]:
 if __name__ == "__main__":
     found_edges, found_broken, found_circles = edges(), broken(), circles()
     print(f"{len(module_files())} files, {len(found_edges)} imports between them")
-    print(f"imports against the contract: {len(found_broken)}")
-    for line in found_broken:
+    print(f"imports against the contract: {len(found_broken)} ({len(NOT_YET)} known, in NOT_YET)")
+    for line in found_broken.values():
         print(f"  {line}")
     print(f"import circles: {len(found_circles)}")
     for circle in found_circles:

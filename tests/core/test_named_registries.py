@@ -1,13 +1,13 @@
-"""Every registry answers an unknown name the same way: ``mara_bench.judges.named``'s message, valid names and closest one."""
+"""Every registry answers an unknown name the same way: ``mara_bench.core.named``'s message, valid names and closest one."""
 
 from __future__ import annotations
 
 import pytest
 
+from mara_bench.core.named import lookup, unknown_name
 from mara_bench.harness.datasets import get_benchmark
 from mara_bench.harness.protocols import get_protocol
 from mara_bench.harness.systems import get_system
-from mara_bench.judges.named import lookup, unknown_name
 from mara_bench.judges.registry import get_judge
 from mara_bench.trainer.algorithms.estimators import advantage_estimator
 from mara_bench.trainer.algorithms.losses import get_policy_loss

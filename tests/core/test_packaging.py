@@ -97,7 +97,7 @@ def test_installed_from_the_wheel_the_tasks_register_under_mara_bench(wheel, tmp
     subprocess.run(install, capture_output=True, text=True, check=True, timeout=300)
     check = (
         "import mara_bench.harness, mara_bench.aime as aime\n"
-        "from mara_bench.judges.inspect_compat import registry_info\n"
+        "from mara_bench.core.inspect_compat import registry_info\n"
         "print(mara_bench.harness.__file__)\n"
         "print(registry_info(aime.aime2025).name)\n"
     )

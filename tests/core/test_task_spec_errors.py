@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mara_bench.core.inspect_compat import PrerequisiteError
 from mara_bench.harness.task_spec_errors import explain, spec_problem, task_specs
-from mara_bench.judges.inspect_compat import PrerequisiteError
 
 ROOT = Path(__file__).resolve().parents[2]
 

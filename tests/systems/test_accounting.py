@@ -10,10 +10,10 @@ from inspect_ai import eval
 from inspect_ai.event import ScoreEvent, SpanBeginEvent
 from inspect_ai.scorer import SampleScore, Score
 
+from mara_bench.core.episodes import Episode, ModelCall, Reply, ToolCall
 from mara_bench.harness.accounting import Price, account, load_prices, per_attempt_means_and_totals, price_of
 from mara_bench.harness.evaluation import benchmark_task
 from mara_bench.harness.systems import TOOL_SETTINGS
-from mara_bench.harness.systems.types import Episode, ModelCall, Reply, ToolCall
 from mara_bench.harness.testing import scripted_model
 
 LOCAL_PAGES = {"browse_allow_private": True} if "browse_allow_private" in TOOL_SETTINGS else {}

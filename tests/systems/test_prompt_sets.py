@@ -5,10 +5,10 @@ import typing
 
 import pytest
 
+from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.prompts import PROMPT_DIR
 from mara_bench.harness.prompts.sets import PROMPTS_OPTION, prompt_set, prompt_sets
 from mara_bench.harness.systems import get_system, run_system
-from mara_bench.harness.typed_config import ConfigError
 
 DEFAULTS = {"mars": "paper", "matpo": "paper", "mask": "code", "vc": "paper"}
 """The sets every evaluation uses unless told otherwise: the paper's (M-ASK: its released code's)."""

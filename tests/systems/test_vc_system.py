@@ -2,8 +2,8 @@
 
 import pytest
 
+from mara_bench.core.episodes import Reply
 from mara_bench.harness.systems import run_system, vc
-from mara_bench.harness.systems.types import Reply
 
 PROBLEM = "Compute 6*7."
 CORRECT = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:** Correct"

@@ -8,6 +8,7 @@ import inspect
 import pytest
 from inspect_ai.util import registry_info
 
+from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.cli import main as mara
 from mara_bench.harness.datasets.specs import BENCHMARKS
 from mara_bench.harness.evaluation import benchmark_task
@@ -16,7 +17,6 @@ from mara_bench.harness.systems import SYSTEMS
 from mara_bench.harness.systems.options import option_names
 from mara_bench.harness.task_listing import registered_tasks
 from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
-from mara_bench.harness.typed_config import ConfigError
 
 
 def _listed_names(lines: list[str], heading: str) -> list[str]:

@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import ToolConfigError, ToolSettings, addresses, build_toolbox
 from mara_bench.harness.tools.addresses import address_kind
 

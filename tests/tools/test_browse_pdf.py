@@ -9,7 +9,7 @@ import io
 import pypdf
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import ToolConfigError, ToolSettings, build_toolbox, tool_documents
 
 PAPER = ["Attention Is All You Need\nAshish Vaswani et al.", "Results\nEnglish-German BLEU 28.4"]

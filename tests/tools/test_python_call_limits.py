@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import bwrap, call_cgroup
 from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 

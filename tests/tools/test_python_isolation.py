@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import bwrap, seccomp_filter
 from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 

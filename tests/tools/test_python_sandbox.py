@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 LIMITS = SandboxLimits(timeout=5, memory_mb=400, max_output=2000)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import python_sandbox
 from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 

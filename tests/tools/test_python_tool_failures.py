@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import bwrap, cleanup_tree, python_sandbox
 from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 

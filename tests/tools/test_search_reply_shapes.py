@@ -10,9 +10,9 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.systems import system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
-from mara_bench.harness.systems.types import ToolError
 from mara_bench.harness.testing import scripted_model
 from mara_bench.harness.tools import build_toolbox, tool_documents
 from mara_bench.judges.scorers import math_scorer

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError, TransientToolError
+from mara_bench.core.episodes import ToolError, TransientToolError
 from mara_bench.harness.toolcache.keys import canonical_url, normalised
 from mara_bench.harness.toolcache.variants import tool_variant
 from mara_bench.harness.tools import build_toolbox

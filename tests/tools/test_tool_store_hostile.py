@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.cli import main as mara
-from mara_bench.harness.systems.types import ToolError
 from mara_bench.harness.toolcache import open_cache, open_store
 from mara_bench.harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
 from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of

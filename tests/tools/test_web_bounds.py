@@ -11,7 +11,7 @@ import tracemalloc
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import build_toolbox
 from mara_bench.harness.tools.decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
 from mara_bench.harness.tools.page_worker import Page, read_in_worker

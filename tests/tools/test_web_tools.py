@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mara_bench.harness.systems.types import ToolError
+from mara_bench.core.episodes import ToolError
 from mara_bench.harness.tools import ToolConfigError, build_toolbox, tool_documents
 from mara_bench.harness.tools.scholar import abstract_from_inverted_index
 

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch.distributed.tensor import DTensor
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.run.engine import Trainer
 
 

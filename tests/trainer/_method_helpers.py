@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
+from mara_bench.core.episodes import Episode, Message, Reply, Toolbox
 from mara_bench.harness.systems import run_system
-from mara_bench.harness.systems.types import Episode, Message, Reply, Toolbox
 from mara_bench.trainer.config import (
     AlgorithmConfig,
     ModelConfig,

@@ -157,9 +157,9 @@ def test_resample_is_reproducible_and_exact_when_sizes_match():
 
 def _gae_rows(**algorithm):
     """Two rows of the gae estimator, both rewarded 0 (an all-equal step), with critic values 0.1 and 0.6."""
+    from mara_bench.core.samples import Sample
     from mara_bench.trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
     from mara_bench.trainer.config import AlgorithmConfig
-    from mara_bench.trainer.rollouts.samples import Sample
 
     rows = [Sample(prompt_ids=[1], response_ids=[5, 6], loss_mask=[1, 1], reward=0.0) for _ in range(2)]
     batch = AdvantageBatch(

@@ -19,9 +19,9 @@ import mara_bench.judges.scorers as scorers
 import mara_bench.trainer.algorithms.rewards as rewards
 import mara_bench.trainer.tasks.benchmark as benchmark_module
 from mara_bench.aime import DAPO_WRAPPER
+from mara_bench.core.episodes import Episode
 from mara_bench.harness.datasets import load_benchmark
 from mara_bench.harness.datasets.specs import get_benchmark
-from mara_bench.harness.systems.types import Episode
 from mara_bench.trainer.algorithms.rewards import gold_text
 from mara_bench.trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
 from mara_bench.trainer.methods.marsrl import agent_rewards, step_metrics

@@ -10,8 +10,8 @@ from transformers import AutoModelForCausalLM
 
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.trainer.demos import DemoPolicy, ScriptedChat
+from mara_bench.trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 from mara_bench.trainer.learner.policy import PolicyChat
-from mara_bench.trainer.rollouts.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.cli import main as mara
 from mara_bench.harness.tinymodel import build_tiny_model
-from mara_bench.harness.typed_config import ConfigError
 from mara_bench.trainer.config import load_config
 
 RECIPE = {

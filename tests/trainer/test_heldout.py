@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import pytest
 from test_train_run_metrics import mara_train
 
-from mara_bench.harness.systems.types import Reply
-from mara_bench.trainer.algorithms.scoring import ratio_metrics
+from mara_bench.core.episodes import Reply
 from mara_bench.trainer.config import load_config
 from mara_bench.trainer.rollouts.rollout import training_task
+from mara_bench.trainer.rollouts.scoring import ratio_metrics
 from mara_bench.trainer.run.heldout import verifier_probe
 from mara_bench.trainer.run.metrics import read_metrics
 from mara_bench.trainer.tasks.lookup import CAPITALS, lookup_task

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from _method_helpers import smoke_config
 
-from mara_bench.harness.systems.types import Message, Reply
+from mara_bench.core.episodes import Message, Reply
 from mara_bench.trainer.algorithms.advantages import grpo
 from mara_bench.trainer.config import (
     ConfigError,

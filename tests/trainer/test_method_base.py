@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer.methods.base import concatenate, lead_then_helpers, train_final_reply_only
-from mara_bench.trainer.rollouts.samples import Sample
 
 
 def row(role: str, parent: int | None = None, mask: list[int] | None = None) -> Sample:

@@ -9,10 +9,10 @@ import pytest
 import torch
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.advantages import GroupNorm
 from mara_bench.trainer.config import TaskConfig
-from mara_bench.trainer.methods.base import GroupNorm
 from mara_bench.trainer.methods.mars import balanced_samples, rewarded_samples, system_advantages
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}

@@ -11,8 +11,8 @@ import pytest
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
 from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.trainer.algorithms.advantages import GroupNorm
 from mara_bench.trainer.config import TaskConfig
-from mara_bench.trainer.methods.base import GroupNorm
 from mara_bench.trainer.methods.matpo import (
     advantages,
     matpo_reward,

@@ -9,10 +9,10 @@ import inspect
 import pytest
 from _method_helpers import run
 
+import mara_bench.core.episodes as types
 import mara_bench.harness.systems.outcomes as outcomes
-import mara_bench.harness.systems.types as types
+from mara_bench.core.episodes import Episode
 from mara_bench.harness.systems.outcomes import VerifierOutcome, WorkerOutcome
-from mara_bench.harness.systems.types import Episode
 
 
 @pytest.mark.parametrize("module", [types, outcomes])

@@ -9,6 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import mara_bench.trainer.learner.policy as policy_module
+from mara_bench.core.samples import Sample
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.trainer.learner.packing import (
     micro_batches,
@@ -19,7 +20,6 @@ from mara_bench.trainer.learner.packing import (
     token_logprobs,
 )
 from mara_bench.trainer.learner.policy import PolicyChat
-from mara_bench.trainer.rollouts.samples import Sample
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 import torch
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.rollouts.parity import (
     SHARE,
@@ -17,7 +18,6 @@ from mara_bench.trainer.rollouts.parity import (
     measured_rows,
     parity_metrics,
 )
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.run.engine import Trainer
 
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from mara_bench.core.samples import Sample
 from mara_bench.harness.chat_template import render_prompt
 from mara_bench.harness.providers.generation import generate
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.packing import micro_batches
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.rollouts.segments import SegmentedChat
 
 TEMPERATURE = 0.85

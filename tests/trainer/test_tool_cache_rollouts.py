@@ -14,8 +14,8 @@ from argparse import Namespace
 import pytest
 from _e2e_helpers import ROOT
 
+from mara_bench.core.episodes import Reply, Toolbox
 from mara_bench.harness.systems import get_system
-from mara_bench.harness.systems.types import Reply, Toolbox
 from mara_bench.trainer.config import load_config
 from mara_bench.trainer.rollouts.rollout import Rollout, task_toolbox
 from mara_bench.trainer.run.cli import with_tool_cache_flags

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mara_bench.harness.systems.types import Episode
+from mara_bench.core.episodes import Episode
 from mara_bench.trainer.tasks.toy import NUMBER_FIRST, addition_task, reply_reward
 
 

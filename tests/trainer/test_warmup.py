@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 from mara_bench.harness.systems import get_system
 from mara_bench.harness.systems.outcomes import IntermediateAnswer
-from mara_bench.harness.systems.types import Episode
+from mara_bench.trainer import registry
 from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from mara_bench.trainer.demos import POLICIES
 from mara_bench.trainer.demos.text import named_capital
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.warmup import (
     demo_episodes,
@@ -140,6 +142,13 @@ def test_critic_steps_without_a_critic_fail_at_load():
         from_dict(
             TrainConfig, {"algorithm": {"advantage": "grpo"}, "warmup": {"steps": 1, "critic_steps": 5}}
         )
+
+
+def test_the_registry_names_the_systems_with_demonstrations_and_their_skills():
+    """A recipe is checked against ``registry.DEMO_SKILLS`` (without importing the demonstrations)."""
+    assert {name: entry.load() for name, entry in registry.DEMO_SKILLS.items()} == {
+        name: policy.skills for name, policy in POLICIES.items()
+    }
 
 
 def test_a_warm_up_for_a_system_without_demonstrations_fails_at_load():

@@ -24,11 +24,10 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer import registry
-from mara_bench.trainer.algorithms.advantages import gae
+from mara_bench.trainer.algorithms.advantages import GroupNorm, gae, group_advantages
 from mara_bench.trainer.config import AlgorithmConfig
-from mara_bench.trainer.methods.base import GroupNorm, group_advantages
-from mara_bench.trainer.rollouts.samples import Sample
 
 
 @dataclass(frozen=True)
@@ -98,6 +97,6 @@ def gae_advantages(batch: AdvantageBatch) -> TokenAdvantages:
 
 
 def advantage_estimator(name: str) -> AdvantageEstimator:
-    """The estimator registered as ``name``; an unknown name raises ``mara_bench.judges.named``'s ValueError."""
+    """The estimator registered as ``name``; an unknown name raises ``mara_bench.core.named``'s ValueError."""
     entry = registry.entry(registry.ADVANTAGE_ESTIMATORS, name, "advantage estimator")
     return AdvantageEstimator(name, entry.load(), entry.needs_critic)

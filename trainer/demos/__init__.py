@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mara_bench.harness.systems.types import Message
-from mara_bench.harness.systems.types import Reply as ModelReply
+from mara_bench.core.episodes import Message
+from mara_bench.core.episodes import Reply as ModelReply
 from mara_bench.trainer.demos import mars, mask, matpo, vc
-from mara_bench.trainer.rollouts.episode_seeds import call_seed
+from mara_bench.trainer.episode_seeds import call_seed
 
 Skills = Mapping[str, float]
 """Role -> probability that the scripted decision of that role is right."""

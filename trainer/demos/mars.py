@@ -16,8 +16,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from mara_bench.core.episodes import Message
 from mara_bench.harness.systems.mars import SYSTEM1, SYSTEM2
-from mara_bench.harness.systems.types import Message
 from mara_bench.trainer.demos.text import (
     country,
     distractors,

@@ -20,8 +20,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from mara_bench.core.episodes import Message
 from mara_bench.harness.systems.mask import ANSWER, LAYOUTS, PLAN, SEARCH, SUMMARY, UPDATE
-from mara_bench.harness.systems.types import Message
 from mara_bench.trainer.demos.text import (
     country,
     distractors,

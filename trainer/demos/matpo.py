@@ -17,8 +17,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from mara_bench.core.episodes import Message
 from mara_bench.harness.systems.matpo import PLANNER, PLANNER_SERVER, PLANNER_TOOL, WORKER
-from mara_bench.harness.systems.types import Message
 from mara_bench.trainer.demos.text import (
     country,
     distractors,

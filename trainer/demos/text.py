@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mara_bench.harness.systems.types import Message
+from mara_bench.core.episodes import Message
 from mara_bench.trainer.tasks.lookup import CAPITALS, KNOWN_CAPITALS, POOL
 
 _COUNTRY = re.compile(r"capital of (\w+)")

@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from mara_bench.harness.systems.types import Message
+from mara_bench.core.episodes import Message
 from mara_bench.harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
 from mara_bench.judges.math import extract_answer
 from mara_bench.trainer.algorithms.rewards import gold_text

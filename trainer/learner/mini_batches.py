@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer.learner.packing import MicroBatch, micro_batches
-from mara_bench.trainer.rollouts.samples import Sample
 
 
 def mini_batch_count(prompts_per_step: int, ppo_mini_batch_size: int | None) -> int:

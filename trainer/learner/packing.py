@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from mara_bench.core.samples import Sample
 from mara_bench.harness.binpack import first_fit_decreasing
 from mara_bench.trainer.learner.adapters import routed
-from mara_bench.trainer.rollouts.samples import Sample
 
 LAYOUTS = ("bucket", "pack")
 

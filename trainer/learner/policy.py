@@ -5,7 +5,7 @@
 contract -- the vLLM engine of ``mara_bench.trainer.rollouts.vllm_rollout``. Under per-role LoRA adapters (``adapters``)
 each call decodes through its role's adapter, calls of different roles in one batch. A call that continues an earlier
 conversation is given the token ids that conversation was generated with, not a re-tokenisation of its text
-(``mara_bench.trainer.rollouts.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
+(``mara_bench.trainer.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
 end-of-turn token unless truncated) and their logprobs under the model's unmodified distribution. Two
 schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel agents inside
 one episode):
@@ -31,16 +31,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mara_bench.core.episodes import Message, Reply
 from mara_bench.harness.chat_template import render_prompt
 from mara_bench.harness.providers.batching import RequestBatcher, Waiting, settle
 from mara_bench.harness.providers.generation import Completion, DecodeBatch, generate
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
-from mara_bench.harness.systems.types import Message, Reply
 from mara_bench.trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
+from mara_bench.trainer.episode_seeds import call_seed
 from mara_bench.trainer.learner.adapters import RoleAdapters
-from mara_bench.trainer.rollouts.episode_seeds import call_seed
-from mara_bench.trainer.rollouts.token_turns import TurnIds
+from mara_bench.trainer.token_turns import TurnIds
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 

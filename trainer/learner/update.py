@@ -21,10 +21,12 @@ from torch import Tensor
 from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 
+from mara_bench.core.samples import Sample
 from mara_bench.trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
 from mara_bench.trainer.algorithms.losses import aggregate, get_policy_loss, kl
 from mara_bench.trainer.algorithms.mastered_tokens import mastered_positive_tokens
 from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.learner import role_metrics
 from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
@@ -32,8 +34,6 @@ from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch
 from mara_bench.trainer.learner.offload import optimizer_on_device
 from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
 from mara_bench.trainer.methods import Method
-from mara_bench.trainer.rollouts.samples import Sample
-from mara_bench.trainer.run import role_metrics
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:

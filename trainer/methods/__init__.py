@@ -12,7 +12,8 @@ episodes become rewarded samples and which advantages they get.
 from __future__ import annotations
 
 from mara_bench.trainer import registry
-from mara_bench.trainer.methods.base import GroupNorm, Method, concatenate, group_advantages
+from mara_bench.trainer.algorithms.advantages import GroupNorm, group_advantages
+from mara_bench.trainer.methods.base import Method, concatenate
 
 
 def get_method(name: str) -> Method:

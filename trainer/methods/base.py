@@ -20,41 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torch import Tensor
-
-from mara_bench.harness.systems.types import Chat, Episode, ModelCall
-from mara_bench.trainer.algorithms.advantages import grpo
-from mara_bench.trainer.config import AlgorithmConfig, TrainConfig
-from mara_bench.trainer.rollouts.samples import Sample, sample_from_call
+from mara_bench.core.episodes import Chat, Episode, ModelCall
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.advantages import GroupNorm
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.samples import sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
 """``rewarded_samples(item, episodes, task, tokenizer) -> samples`` for one question and its group of episodes."""
-
-
-@dataclass(frozen=True)
-class GroupNorm:
-    """How group-relative advantages are normalised (the ``algorithm.grpo_*`` settings)."""
-
-    eps: float = 1e-6
-    unbiased: bool = True
-    normalize_std: bool = True
-
-    @classmethod
-    def of(cls, algo: AlgorithmConfig) -> GroupNorm:
-        """The recipe's ``algorithm.grpo_*`` normalisation."""
-        return cls(eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std)
-
-
-def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:
-    """``(len(samples),)`` GRPO advantages of the rows' rewards, normalised within each ``group_key`` under
-    ``norm`` (``mara_bench.trainer.algorithms.advantages.grpo``)."""
-    return grpo(
-        [s.reward for s in samples],
-        [s.group_key for s in samples],
-        eps=norm.eps,
-        unbiased=norm.unbiased,
-        normalize_std=norm.normalize_std,
-    )
 
 
 Advantages = Callable[[list[Sample], GroupNorm], list[Sample]]

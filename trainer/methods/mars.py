@@ -19,18 +19,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 from mara_bench.harness.systems.mars import SYSTEM1, SYSTEM2
-from mara_bench.harness.systems.types import Episode
-from mara_bench.trainer.algorithms.advantages import resample_to
+from mara_bench.trainer.algorithms.advantages import GroupNorm, group_advantages, resample_to
 from mara_bench.trainer.methods.base import (
-    GroupNorm,
     Method,
     concatenate,
-    group_advantages,
     lead_then_helpers,
     role_group,
 )
-from mara_bench.trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.trainer.samples import samples_from_episode
 
 
 def trajectory_samples(item: dict[str, Any], episode: Episode, reward: float, tokenizer: Any) -> list[Sample]:

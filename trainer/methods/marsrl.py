@@ -30,8 +30,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from mara_bench.core.episodes import Chat, Episode, ModelCall
+from mara_bench.core.samples import Sample
 from mara_bench.harness.systems.outcomes import VerifierOutcome
-from mara_bench.harness.systems.types import Chat, Episode, ModelCall
 from mara_bench.harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
 from mara_bench.judges import cores
 from mara_bench.trainer.algorithms.rewards import gold_text
@@ -46,7 +47,6 @@ from mara_bench.trainer.methods.base import (
     train_final_reply_only,
 )
 from mara_bench.trainer.methods.marsrl_rollout import GROUPED_OPTIONS, GroupedRolloutOutcome, grouped_rollout
-from mara_bench.trainer.rollouts.samples import Sample
 
 POSITIVE, NEGATIVE = 1.0, -1.0
 

@@ -42,8 +42,8 @@ from functools import partial
 from itertools import chain, zip_longest
 from typing import Literal
 
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall
 from mara_bench.harness.systems.outcomes import Outcome, VerifierOutcome
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall
 from mara_bench.harness.systems.vc import (
     CORRECTOR,
     DEFAULT_PROMPTS,

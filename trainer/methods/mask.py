@@ -25,9 +25,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from mara_bench.core.episodes import Episode, ModelCall
+from mara_bench.core.samples import Sample
 from mara_bench.harness.systems.mask import ANSWER, PLAN, SEARCH
 from mara_bench.harness.systems.outcomes import FormatCheck, IntermediateAnswer, SearchOutcome
-from mara_bench.harness.systems.types import Episode, ModelCall
 from mara_bench.judges.lexical import score
 from mara_bench.trainer.config import TrainConfig
 from mara_bench.trainer.methods.base import (
@@ -38,7 +39,6 @@ from mara_bench.trainer.methods.base import (
     concatenate,
     question_id,
 )
-from mara_bench.trainer.rollouts.samples import Sample
 
 END_REWARD = 0.0
 """Algorithm 1, line 16: the Search agent's ``<end>`` transition."""

@@ -28,21 +28,20 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 from mara_bench.harness.prompts.sets import prompt_set
 from mara_bench.harness.systems.matpo import PLANNER, WORKER
 from mara_bench.harness.systems.outcomes import WorkerOutcome
-from mara_bench.harness.systems.types import Episode
-from mara_bench.trainer.algorithms.advantages import broadcast
+from mara_bench.trainer.algorithms.advantages import GroupNorm, broadcast, group_advantages
 from mara_bench.trainer.methods.base import (
-    GroupNorm,
     Method,
     concatenate,
-    group_advantages,
     lead_then_helpers,
     question_id,
 )
 from mara_bench.trainer.methods.mcp_format import format_reward
-from mara_bench.trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.trainer.samples import samples_from_episode
 
 ACC_WEIGHT, FMT_WEIGHT, WORKERS_SHARE = 0.9, 0.1, 0.5
 """MATPO's accuracy and tool-format weights, and the planner/worker split of the format term (module docstring)."""

@@ -31,12 +31,12 @@ from typing import Any
 
 import torch
 
+from mara_bench.core.samples import Sample
 from mara_bench.harness.chat_template import render_prompt
 from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.packing import micro_batches
-from mara_bench.trainer.rollouts.samples import Sample
 
 PREFIX = "rollout/logprob_gap"
 SYNC_GAP = "rollout/sync_gap_max"

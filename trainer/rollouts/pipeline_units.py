@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mara_bench.harness.systems.types import Episode, ModelCall
+from mara_bench.core.episodes import Episode, ModelCall
 from mara_bench.trainer.rollouts.segments import Behaviour
 
 

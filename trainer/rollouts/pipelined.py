@@ -48,16 +48,16 @@ from typing import Any
 
 import torch
 
+from mara_bench.core.episodes import Episode, Message, Reply
+from mara_bench.core.samples import Sample
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.systems import run_system
-from mara_bench.harness.systems.types import Episode, Message, Reply
 from mara_bench.trainer.config import TrainConfig
 from mara_bench.trainer.methods import concatenate
 from mara_bench.trainer.methods.base import question_id
 from mara_bench.trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
 from mara_bench.trainer.rollouts.pipeline_units import ChainCalls, Event, Origin, Unit
 from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.rollouts.segments import SegmentedChat
 from mara_bench.trainer.rollouts.sources import Batch
 

@@ -6,7 +6,7 @@ generation, or a vLLM engine synced to the policy on a GPU), or from the method'
 unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
-uninterrupted one would, a seed per episode (``mara_bench.trainer.rollouts.episode_seeds``: its draws do not depend on
+uninterrupted one would, a seed per episode (``mara_bench.trainer.episode_seeds``: its draws do not depend on
 how its calls were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
 """
 
@@ -22,16 +22,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from mara_bench.core.episodes import Chat, Episode, Toolbox
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.systems import build_toolbox, get_system, run_system
-from mara_bench.harness.systems.types import Chat, Episode, Toolbox
 from mara_bench.harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
 from mara_bench.trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.adapters import RoleAdapters
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.policy import PolicyChat
 from mara_bench.trainer.methods.base import GroupRollout, Method
-from mara_bench.trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
 from mara_bench.trainer.rollouts.parity import sync_gap
 from mara_bench.trainer.rollouts.scripted_roles import chat_for

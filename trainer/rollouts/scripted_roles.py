@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from mara_bench.harness.systems.types import Chat, Message, Reply
+from mara_bench.core.episodes import Chat, Message, Reply
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 
 

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mara_bench.core.episodes import Message, Reply
 from mara_bench.harness.chat_template import render_prompt
 from mara_bench.harness.providers.batching import settle
 from mara_bench.harness.providers.generation import context_length, generate
 from mara_bench.harness.providers.sampling import Sampling, final_text, stop_token_ids
 from mara_bench.harness.providers.scheduler import SETTLE_TICKS
-from mara_bench.harness.systems.types import Message, Reply
 from mara_bench.trainer.learner.policy import with_overrides
 
 

@@ -4,7 +4,7 @@ metrics.
 
 * ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with
   the current policy (``mara_bench.trainer.rollouts.rollout``), then the method rewards them
-  (``mara_bench.trainer.algorithms.scoring``), and the policy that sampled scores the rows' generated tokens against the
+  (``mara_bench.trainer.rollouts.scoring``), and the policy that sampled scores the rows' generated tokens against the
   engine's logprobs (``mara_bench.trainer.rollouts.parity``).
 * ``mara_bench.trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside
   the learner, whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import torch
 
-from mara_bench.harness.systems.types import Episode
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 from mara_bench.harness.toolcache.counts import counting
-from mara_bench.trainer.algorithms.scoring import rewarded_groups
 from mara_bench.trainer.config import TrainConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.methods import concatenate
@@ -29,7 +29,7 @@ from mara_bench.trainer.methods.base import Method
 from mara_bench.trainer.rollouts import parity
 from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
 from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout, seed_step
-from mara_bench.trainer.rollouts.samples import Sample
+from mara_bench.trainer.rollouts.scoring import rewarded_groups
 
 
 @dataclass

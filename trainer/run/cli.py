@@ -84,7 +84,7 @@ def with_tool_cache_flags(config, args: argparse.Namespace):
 def with_adapters(config, path: str):
     """``config`` with the per-role adapter settings of the YAML file ``path`` (``AdapterRecipe``) as its
     ``model.lora`` and ``roles``; a problem names ``path``."""
-    from mara_bench.harness.typed_config import load_yaml, validate
+    from mara_bench.core.typed_config import load_yaml, validate
     from mara_bench.trainer.adapter_config import AdapterRecipe
 
     settings = validate(AdapterRecipe, load_yaml(path) or {}, path)

@@ -3,7 +3,7 @@ checkpoints); one ``Trainer.train_step`` reads top to bottom:
 
 1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``mara_bench.trainer.rollouts.sources``):
    the synchronous rollout (``mara_bench.trainer.rollouts.rollout``: the harness system with the live policy as its
-   ``Chat``, or the method's own rollout, rewarded by ``mara_bench.trainer.algorithms.scoring``), or MarsRL's pipelined /
+   ``Chat``, or the method's own rollout, rewarded by ``mara_bench.trainer.rollouts.scoring``), or MarsRL's pipelined /
    segmented rollouts (``mara_bench.trainer.rollouts.pipelined``);
 2. rows     -- zero-variance groups dropped when asked, the method's advantages, untrained agents left out; a
    non-finite reward skips the update, reported;
@@ -22,22 +22,22 @@ from typing import Any
 
 import torch
 
+from mara_bench.core.samples import Sample
 from mara_bench.harness.redaction import redact_record
 from mara_bench.trainer.algorithms.estimators import advantage_estimator
-from mara_bench.trainer.algorithms.scoring import episode_metrics, reward_metrics, training_rows
 from mara_bench.trainer.config import TrainConfig, to_dict
+from mara_bench.trainer.learner import role_metrics
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.models import load_models
 from mara_bench.trainer.learner.update import PolicyUpdate
 from mara_bench.trainer.methods import concatenate, get_method
 from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout
-from mara_bench.trainer.rollouts.samples import Sample
+from mara_bench.trainer.rollouts.scoring import episode_metrics, reward_metrics, training_rows
 from mara_bench.trainer.rollouts.sources import Batch, RolloutSource, SampleSource
-from mara_bench.trainer.run import role_metrics
 from mara_bench.trainer.run.heldout import Evaluation, check_heldout
 from mara_bench.trainer.run.run_state import RunState, resume_latest, save_step, state_dict
-from mara_bench.trainer.run.step_record import rollouts_path, split_rows, write_rollouts
 from mara_bench.trainer.run.warmup import Demos, WarmupStep, warm_up
+from mara_bench.trainer.step_record import rollouts_path, split_rows, write_rollouts
 
 
 class Trainer:

@@ -33,21 +33,21 @@ from typing import Any
 import numpy as np
 import torch
 
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Message, Reply
 from mara_bench.harness.prompts.sets import PROMPTS_OPTION
 from mara_bench.harness.systems import run_system
 from mara_bench.harness.systems.outcomes import VerifierOutcome
 from mara_bench.harness.systems.parsing import strip_thinking
-from mara_bench.harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply
 from mara_bench.harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
 from mara_bench.judges.lexical import score
 from mara_bench.trainer.algorithms.rewards import gold_text
-from mara_bench.trainer.algorithms.scoring import ratio_metrics
 from mara_bench.trainer.config import ConfigError, TrainConfig
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.methods.base import Method, Ratio
 from mara_bench.trainer.methods.marsrl import solution_is_correct
-from mara_bench.trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.rollouts.rollout import Rollout
+from mara_bench.trainer.rollouts.scoring import ratio_metrics
 from mara_bench.trainer.run.progress import gathered
 
 PREFIX = "heldout/"

@@ -13,8 +13,8 @@ import struct
 import zipfile
 from pathlib import Path
 
+from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.packaged_models import PackagedModelError, model_location
-from mara_bench.harness.typed_config import ConfigError
 from mara_bench.trainer.config import TrainConfig
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")

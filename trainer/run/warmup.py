@@ -35,16 +35,16 @@ from typing import Any, TypeVar
 
 import torch
 
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 from mara_bench.harness.systems import run_system
-from mara_bench.harness.systems.types import Episode
 from mara_bench.trainer.config import TrainConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
 from mara_bench.trainer.methods.base import Method, concatenate
-from mara_bench.trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.rollouts.rollout import Rollout
-from mara_bench.trainer.rollouts.samples import Sample
 from mara_bench.trainer.run.progress import bar, counted
 
 T = TypeVar("T")
@@ -99,7 +99,7 @@ async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) 
 
 async def seeded(seed: int, run: Awaitable[T]) -> T:
     """``run`` awaited in its own task with ``seed`` bound as its episode seed
-    (``mara_bench.trainer.rollouts.episode_seeds``)."""
+    (``mara_bench.trainer.episode_seeds``)."""
 
     async def bound() -> T:
         bind_episode_seed(seed)

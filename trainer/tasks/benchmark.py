@@ -20,9 +20,9 @@ from typing import Any
 
 from inspect_ai.scorer import Target
 
+from mara_bench.core.episodes import Episode
 from mara_bench.harness.datasets import load_benchmark
 from mara_bench.harness.systems import get_system, sample_options, sample_question
-from mara_bench.harness.systems.types import Episode
 from mara_bench.trainer.algorithms.rewards import (
     LLM_JUDGES,
     RULE_JUDGES,

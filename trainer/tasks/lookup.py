@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mara_bench.harness.systems.types import Episode, Toolbox
+from mara_bench.core.episodes import Episode, Toolbox
 from mara_bench.harness.tools import build_toolbox
 from mara_bench.judges.lexical import score
 from mara_bench.trainer.tasks.names import name_pool

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mara_bench.harness.systems.types import Episode
+from mara_bench.core.episodes import Episode
 
 NUMBER_FIRST = 0.5
 """Reward of a reply whose first number is the sum but which is not the bare number."""

@@ -22,10 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from mara_bench.harness.toolcache import ToolCache
+from typing import Any, Literal, Protocol
 
 logger = logging.getLogger(__name__)
 Message = dict[str, str]
@@ -83,10 +80,11 @@ ToolFunction = Callable[..., Awaitable[str]]
 class Toolbox:
     """The tools a system may call, by name. Each tool is an async function returning text."""
 
-    def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: ToolCache | None = None):
+    def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: object | None = None):
         self._tools: dict[str, ToolFunction] = dict(tools or {})
         self.cache = cache
-        """The tool cache the tools sit behind (``mara_bench.harness.toolcache``), or ``None`` when tools run live."""
+        """The tool cache the tools sit behind (a ``mara_bench.harness.toolcache.ToolCache``, above this floor), or
+        ``None`` when tools run live."""
 
     def names(self) -> list[str]:
         return sorted(self._tools)

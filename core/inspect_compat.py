@@ -3,7 +3,7 @@
 pyproject pins inspect-ai below its next minor version (``tests/core/test_inspect_compat.py`` checks the
 installed one is inside the bound); when Inspect moves one of these names, this is the one file to change. The
 names that pull in Inspect's provider stack (``VLLMAPI``, ``HFHandler``, about 1.5 s of imports) load on first use,
-so importing this module stays cheap. It lives in ``judges``, the lowest layer, so that every layer may use it.
+so importing this module stays cheap. It lives in ``core``, the ground floor, so that every layer may use it.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mara_bench.harness.systems.types import Episode
-from mara_bench.trainer.rollouts.samples import Sample
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 
 ROLLOUTS_DIR = "rollouts"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from mara_bench.harness.systems.types import Message
+from mara_bench.core.episodes import Message
 
 Render = Callable[..., list[int]]
 """``render(messages, add_generation_prompt=...)``: the chat template's token ids for ``messages``."""

@@ -5,9 +5,10 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
 It runs the recipe's cold start (``mara_bench.trainer.run.warmup``), then ``--steps`` RL steps, and writes
-``<out>/roles.jsonl`` (one line per step: per role its rows, mean reward and rows with a non-zero advantage --
-every row the step's episodes made, those ``algorithm.filter_zero_variance`` drops included, with no
-advantage; the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
+``<out>/metrics.jsonl`` and ``<out>/curves.png`` as ``mara train`` does, and ``<out>/roles.jsonl`` (one line per
+step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's episodes made,
+those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
+``<method>/...``). It prints, per role, the mean reward over the first
 and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
 MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
 F1 gains) rising over training -- then the same for each method metric (MarsRL: ``marsrl/verifier_precision``,
@@ -18,21 +19,32 @@ When the task has a held-out split (``mara_bench.trainer.run.heldout``), it also
 cold start, every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step
 (``heldout`` in ``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where
 it shows there.
+
+``--control`` adds the same-compute supervised arm: after the RL steps the policy goes back to its cold-start
+weights and trains on more of the cold start's demonstrations -- the RL stage's optimiser settings (AdamW at
+``optim.lr``), ``warmup.batch_size`` demonstrations a step -- until it has spent as many CPU seconds as the RL
+steps did (held-out evaluations excluded from both), then is evaluated on the same held-out draws
+(``<out>/control.json``). What RL adds beyond its demonstrations is the RL arm's held-out metric minus the
+control arm's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+
 from mara_bench.trainer.config import load_config
 from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
-from mara_bench.trainer.run.warmup import role_stats
+from mara_bench.trainer.run.metrics import MetricsLog, plot_curves
+from mara_bench.trainer.run.warmup import cross_entropy, demo_samples, role_stats
 
 
 @dataclass
@@ -46,19 +58,66 @@ class StepRecord:
 
 
 @dataclass
+class ControlArm:
+    """The supervised control arm: its steps, the CPU seconds they took and the held-out metrics after them."""
+
+    steps: int
+    cpu_seconds: float
+    heldout: dict[str, float]
+
+
+@dataclass
 class LearningRun:
-    """A learning run's steps and its held-out metrics after the cold start (empty without a held-out split)."""
+    """A learning run's steps, its held-out metrics after the cold start (empty without a held-out split), the CPU
+    seconds of its RL steps and, with ``control``, the supervised control arm."""
 
     steps: list[StepRecord]
     heldout_before: dict[str, float]
+    rl_cpu_seconds: float
+    control: ControlArm | None
+
+
+def supervised_control(trainer: Trainer, cpu_budget: float) -> ControlArm:
+    """Supervised steps on the run's demonstrations with the RL stage's optimiser settings until ``cpu_budget``
+    CPU seconds are spent (at least one step), then the held-out metrics (see the module docstring)."""
+    config = trainer.config
+    samples = demo_samples(trainer.demos, config.seed, show=False)
+    optimizer = torch.optim.AdamW(trainer.policy.parameters(), lr=config.optim.lr, betas=config.optim.betas)
+    rng, order, steps = random.Random(config.seed + 1), [], 0
+    trainer.policy.train()
+    started = time.process_time()
+    while steps == 0 or time.process_time() - started < cpu_budget:
+        if len(order) < config.warmup.batch_size:
+            fresh = list(range(len(samples)))
+            rng.shuffle(fresh)
+            order += fresh
+        batch, order = (
+            [samples[i] for i in order[: config.warmup.batch_size]],
+            order[config.warmup.batch_size :],
+        )
+        loss, _ = cross_entropy(trainer.policy, batch, config.optim.token_budget)
+        torch.nn.utils.clip_grad_norm_(trainer.policy.parameters(), config.optim.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        steps += 1
+        if steps % 10 == 1:
+            print(f"control step {steps}: loss {float(loss):.3f}", flush=True)
+    spent = time.process_time() - started
+    trainer.policy.eval()
+    return ControlArm(steps, spent, heldout_metrics(trainer.evaluation))
 
 
 def learning_run(
-    recipe: str, out: Path, steps: int, seed: int | None = None, eval_every: int | None = None
+    recipe: str,
+    out: Path,
+    steps: int,
+    seed: int | None = None,
+    eval_every: int | None = None,
+    control: bool = False,
 ) -> LearningRun:
     """Warm up, then ``steps`` RL steps; per step, each role's stats (``mara_bench.trainer.run.warmup.RoleStats``), the
     method's metrics (``<method>/...``) and, when evaluated, the held-out metrics. ``seed`` replaces the
-    recipe's, ``eval_every`` its ``eval.every``."""
+    recipe's, ``eval_every`` its ``eval.every``; ``control`` adds the supervised control arm."""
     config = load_config(recipe)
     config.steps = steps
     if seed is not None:
@@ -71,19 +130,26 @@ def learning_run(
     before = heldout_metrics(trainer.evaluation) if evaluates else {}
     if before:
         print(f"held-out after the cold start: {shown_heldout(before)}", flush=True)
+    cold_start = {name: value.detach().clone() for name, value in trainer.policy.state_dict().items()}
     prefix = f"{config.algorithm.method}/"
-    history = []
+    history, rl_cpu_seconds = [], 0.0
+    curves = MetricsLog(out)
+    if before:
+        curves.write(-1, before)
     with open(out / "roles.jsonl", "w") as log:
         if before:
             log.write(json.dumps({"step": -1, "heldout": before}) + "\n")
         for _ in range(steps):
+            started = time.process_time()
             metrics = trainer.train_step()
+            rl_cpu_seconds += time.process_time() - started
             stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_rewarded).items()}
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
             every = config.eval.every
             due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))
             heldout = heldout_metrics(trainer.evaluation) if due else {}
             history.append(StepRecord(stats, method, heldout))
+            curves.write(trainer.step - 1, metrics | heldout)
             row = {
                 "step": trainer.step - 1,
                 "reward_mean": metrics["reward_mean"],
@@ -98,7 +164,14 @@ def learning_run(
             print(f"step {trainer.step - 1}: {rewards} {shown}".rstrip(), flush=True)
             if heldout:
                 print(f"  held-out: {shown_heldout(heldout)}", flush=True)
-    return LearningRun(history, before)
+    curves.close()
+    plot_curves(out)
+    arm = None
+    if control and evaluates:
+        trainer.policy.load_state_dict(cold_start)
+        arm = supervised_control(trainer, rl_cpu_seconds)
+        (out / "control.json").write_text(json.dumps(asdict(arm) | {"rl_cpu_seconds": rl_cpu_seconds}) + "\n")
+    return LearningRun(history, before, rl_cpu_seconds, arm)
 
 
 def shown_heldout(metrics: dict[str, float]) -> str:
@@ -157,6 +230,11 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, help="run directory (default: runs/learning-<recipe name>)")
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="add the same-compute supervised control arm (see the module docstring)",
+    )
+    parser.add_argument(
         "--seeds",
         type=int,
         nargs="+",
@@ -169,7 +247,7 @@ def main() -> None:
         run_dir = out if seed is None else out / f"seed-{seed}"
         run_dir.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        run = learning_run(args.recipe, run_dir, args.steps, seed, args.eval_every)
+        run = learning_run(args.recipe, run_dir, args.steps, seed, args.eval_every, args.control)
         history = run.steps
         minutes = (time.perf_counter() - started) / 60
         which = "" if seed is None else f", seed {seed}"
@@ -188,6 +266,16 @@ def main() -> None:
             print(f"  {name:36s} {start:.3f} -> {end:.3f}")
             if "/sum_" not in name:
                 changes.setdefault(name, []).append(end - start)
+        if run.control:
+            arm = run.control
+            print(
+                f"  supervised control arm: {arm.steps} steps, {arm.cpu_seconds:.0f} CPU-s "
+                f"(RL steps: {run.rl_cpu_seconds:.0f} CPU-s); held-out, cold start -> RL | control:"
+            )
+            for name, (start, end) in heldout.items():
+                if "/sum_" not in name:
+                    print(f"  {name:36s} {start:.3f} -> {end:.3f} | {arm.heldout[name]:.3f}")
+                    changes.setdefault(f"{name} (RL - control)", []).append(end - arm.heldout[name])
     if args.seeds and len(args.seeds) > 1:
         print(
             f"{args.recipe}: over seeds {' '.join(map(str, args.seeds))}, the change first -> last {args.window} steps"

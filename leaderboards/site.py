@@ -136,7 +136,8 @@ def render_site(
 
 
 def render_markdown(view: SiteView) -> str:
-    """The CI-comment summary: tonight's regressions, not-comparable pairs and each task's leader."""
+    """The CI-comment summary: tonight's regressions, not-comparable pairs, each task's leader and the role
+    matrix."""
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=False,

@@ -79,6 +79,11 @@ class EvalOptions:
     """How many times ``eval_set`` retries unfinished tasks."""
     log_format: Literal["eval", "json"] | None = None
     """Log file format."""
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    """New tokens per model call (the protocol's, else the model's own, when unset)."""
+    temperature: StrictFloat | None = Field(default=None, ge=0)
+    """Sampling temperature of every model call (0: greedy, so a night's replies repeat); the model's own when
+    unset."""
 
 
 @config_dataclass(frozen=True, error=SuiteError)

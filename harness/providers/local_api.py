@@ -4,7 +4,8 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 (a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
 ``transformers`` in-process and gathers concurrent requests into batches (``mara_bench.harness.providers.batching``)
 generated with per-request sampling settings (``mara_bench.harness.providers.generation``). ``auto`` takes vLLM when it is
-installed and the checkpoint is not tiny (``mara_bench.harness.providers.backends``). The backends are
+installed, the checkpoint is not tiny and, given ``-M expected_tokens``, the job pays for vLLM's start-up
+(``mara_bench.harness.providers.backends``). The backends are
 ``mara_bench.harness.providers.transformers_api`` and ``mara_bench.harness.providers.vllm_api``; the options are
 ``mara_bench.harness.providers.local_options.LocalOptions``.
 
@@ -15,7 +16,8 @@ retires finished rows between decode steps, each request answered as soon as its
 time. A model whose KV cache cannot be merged across requests (sliding-window, hybrid or linear-attention
 layers) is batched statically, with a warning naming the reason. Both give every request the same tokens.
 
-``-M`` options (all optional): ``backend``, ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
+``-M`` options (all optional): ``backend``, ``expected_tokens`` (the job's samples x epochs x max tokens, for
+``auto``), ``dtype`` (auto|float32|float16|bfloat16), ``device`` (``cpu``,
 ``cuda:N``; for vLLM ``cuda:N``, a GPU list ``0,1``, or ``cpu`` for its CPU build), ``max_model_len``, ``tensor_parallel_size`` (vLLM),
 ``seed`` (torch's global seed; vLLM's ``--seed``), ``threads`` (torch's CPU threads, process-wide, when the
 transformers backend runs on the CPU; default 1: torch's own default of one per core slowed decoding several-fold
@@ -80,7 +82,7 @@ def open_local_model(
         allow_download=options.allow_download,
     )
     check_before_loading(checkpoint)
-    if choose_backend(options.backend, checkpoint.model) == "vllm":
+    if choose_backend(options.backend, checkpoint.model, options.expected_tokens) == "vllm":
         api = vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:

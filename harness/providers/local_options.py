@@ -18,8 +18,11 @@ class LocalOptions:
     """The ``-M`` options of ``local/`` (see ``mara_bench.harness.providers.local_api``), checked when the model is created."""
 
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    """Generation engine: ``auto`` (vLLM when installed, for checkpoints of 100 MiB and more), ``hf`` or
-    ``vllm``."""
+    """Generation engine: ``auto`` (``mara_bench.harness.providers.backends.choose_backend``: vLLM when installed, for
+    checkpoints of 100 MiB and more whose job pays for its start-up), ``hf`` or ``vllm``."""
+    expected_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
+    """Tokens the job will generate (samples x epochs x max tokens), from which ``auto`` weighs vLLM's start-up
+    against its faster decoding; without it ``auto`` goes by checkpoint size alone."""
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
     """Weights' dtype (``auto``: the checkpoint's own)."""
     device: str | None = None

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITES = Path(__file__).resolve().parents[2] / "leaderboards" / "suites"
 
 
-@pytest.mark.parametrize("name", ["smoke", "nightly", "external", "cross_solver"])
+@pytest.mark.parametrize("name", ["smoke", "nightly", "external", "cross_solver", "role_adapters"])
 def test_shipped_suites_load(name):
     suite = load_suite(SUITES / f"{name}.yaml")
     assert suite.name == name and suite.checkpoints and suite.tasks
@@ -112,7 +112,7 @@ def test_the_cli_prints_one_line_for_a_bad_suite(tmp_path, make_suite, capsys):
     err = capsys.readouterr().err
     assert err == f"mara nightly: {path}: settings.eval.limt: unknown key; did you mean 'limit'? " + (
         "valid keys: epochs, fail_on_error, limit, log_format, max_connections, max_samples, max_tasks, "
-        "retry_attempts\n"
+        "max_tokens, retry_attempts, temperature\n"
     )
     assert not (tmp_path / "out").exists()
 

@@ -187,6 +187,7 @@ def test_a_real_lookup_run_logs_answer_accuracy_and_each_roles_gold_naming(tiny_
         # episodes may have none, and a role without calls reports nothing)
         assert {
             "heldout/answer_accuracy",
+            "heldout/answer_given",
             "heldout/role/system2/names_gold",
             "heldout/role/system2/reward_mean",
         } <= set(records[step])
@@ -271,5 +272,6 @@ def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tok
     assert (
         metrics["heldout/answer_accuracy"] == 1.0
     )  # so the look-up runs' zeros are the policy's, not the probe's
+    assert metrics["heldout/answer_given"] == 1.0
     assert metrics["heldout/role/system1/names_gold"] == 1.0
     assert metrics["heldout/role/system1/reward_mean"] == 1.0

@@ -13,12 +13,7 @@ import pytest
 import torch
 
 from mara_bench.harness.chat_template import render_prompt
-from mara_bench.harness.providers.backends import (
-    AUTO_VLLM_MIN_BYTES,
-    BREAKEVEN_TOKENS,
-    REFERENCE_BYTES,
-    breakeven_tokens,
-)
+from mara_bench.harness.providers.backends import AUTO_VLLM_MIN_BYTES, REFERENCE_BYTES, breakeven_tokens
 from mara_bench.harness.providers.generation import Completion
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.trainer.config import ConfigError, load_config
@@ -161,13 +156,14 @@ def test_synced_vllm_engine_samples_with_the_policy_weights(tiny_model_dir, tiny
 
 def test_auto_takes_vllm_only_when_the_expected_tokens_pay_for_its_start_up(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
-    model = tmp_path / "76m"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the costs were measured on the CPU
+    model = tmp_path / "large"
     model.mkdir()
     with open(model / "model.safetensors", "wb") as weights:
-        weights.truncate(REFERENCE_BYTES)
-    assert breakeven_tokens(REFERENCE_BYTES) == BREAKEVEN_TOKENS
-    assert breakeven_tokens(10 * REFERENCE_BYTES) == BREAKEVEN_TOKENS // 10  # a bigger model pays sooner
-    assert rollout_backend("auto", model, expected_tokens=BREAKEVEN_TOKENS - 1) == "hf"
-    assert rollout_backend("auto", model, expected_tokens=BREAKEVEN_TOKENS) == "vllm"
+        weights.truncate(4 * REFERENCE_BYTES)
+    breakeven = breakeven_tokens(4 * REFERENCE_BYTES)
+    assert breakeven is not None
+    assert rollout_backend("auto", model, expected_tokens=breakeven - 1) == "hf"
+    assert rollout_backend("auto", model, expected_tokens=breakeven) == "vllm"
     assert rollout_backend("auto", model) == "vllm"  # unknown: by size alone
     assert rollout_backend("vllm", model, expected_tokens=1) == "vllm"  # asked for by name

@@ -143,7 +143,8 @@ def vllm_generator(
 
 ADAPTERS_ON_TRANSFORMERS = (
     "per-role LoRA adapters decode with transformers (peft's mixed-adapter batches), not vLLM: the vLLM engine "
-    "here is synced with full weights, and vLLM's CPU build is not installed to serve LoRARequests"
+    "here is synced with full weights only (vLLM's CPU build takes one LoRARequest per row, but no adapter sync "
+    "into it is built: docs/experiments/lora.md)"
 )
 
 

@@ -4,6 +4,8 @@ questions no training step sees), scored by the same judges and reward code as t
 * a tool-using system (MARS, M-ASK, MATPO on the generated look-up task): ``eval.samples`` runs of the recipe's
   system per held-out question, with the rollout's sampling settings --
   ``heldout/answer_accuracy`` (the task's reward: exact match of the final answer, ``mara_bench.judges.lexical``),
+  ``heldout/answer_given`` (episodes that ended with a final answer in the system's format, right or wrong: a
+  rise that is format only shows here and not in the accuracy),
   ``heldout/role/<role>/names_gold`` (episodes whose last reply of that role contains the gold answer, the lexical
   judge's cover-EM: System 1, the Summary agent or the MATPO worker picking the gold passage on a country it never
   trained on), ``heldout/role/<role>/reward_mean`` (the method's own per-role reward) and the method's metrics
@@ -216,6 +218,8 @@ def system_ratios(
         for episode in episodes:
             sums[f"{PREFIX}answer_accuracy"][0] += task.reward(item, episode)
             sums[f"{PREFIX}answer_accuracy"][1] += 1
+            sums[f"{PREFIX}answer_given"][0] += bool((episode.final_answer or "").strip())
+            sums[f"{PREFIX}answer_given"][1] += 1
             for role in run.roles:
                 reply = last_reply(episode, role)
                 if reply is not None:

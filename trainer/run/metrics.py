@@ -20,6 +20,8 @@ PLOTTED = (
     "rollout/logprob_gap_max",
     "tokens_per_s",
     "time_step",
+    "heldout/answer_accuracy",
+    "heldout/verifier_precision",
 )
 
 

@@ -51,3 +51,6 @@ fi
 # the tiny random model the offline smoke suite (leaderboards/suites/smoke.yaml) runs, built in a second
 tiny=~/.cache/mara-bench/tiny-qwen2
 [[ -f "$tiny/config.json" ]] || .venv/bin/mara tiny-model "$tiny" >/dev/null
+# A build before pyproject's egg_base = "build" left mara_bench.egg-info in the root, where it shadows the editable
+# install's metadata (Inspect would register the tasks without their mara_bench/ prefix); builds no longer do.
+rm -rf mara_bench.egg-info

@@ -6,9 +6,9 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
 
 It runs the recipe's cold start (``mara_bench.trainer.run.warmup``), then ``--steps`` RL steps, and writes
 ``<out>/metrics.jsonl`` and ``<out>/curves.png`` as ``mara train`` does, and ``<out>/roles.jsonl`` (one line per
-step: per role its rows, mean reward and rows with a non-zero advantage -- every row the step's episodes made,
-those ``algorithm.filter_zero_variance`` drops included, with no advantage; the method's own metrics,
-``<method>/...``). It prints, per role, the mean reward over the first
+step: per role its rows and mean reward -- every row the step's episodes made, those
+``algorithm.filter_zero_variance`` drops included -- and how many of its trained rows carry a non-zero advantage;
+the method's own metrics, ``<method>/...``). It prints, per role, the mean reward over the first
 and the last ``--window`` steps -- what "the role learns" means here: the reward of a non-first role (the
 MarsRL Verifier's verdict accuracy, the Corrector's fix rate, MATPO's worker-enabled answers, M-ASK's per-turn
 F1 gains) rising over training -- then the same for each method metric (MarsRL: ``marsrl/verifier_precision``,
@@ -77,6 +77,18 @@ class LearningRun:
     control: ControlArm | None
 
 
+def step_role_stats(trainer: Trainer) -> dict[str, dict[str, float]]:
+    """Per role, the last step's rows and mean reward (every row its episodes made, those
+    ``algorithm.filter_zero_variance`` drops included) and how many of its trained rows carried a non-zero
+    advantage (the advantages live on the trained rows only)."""
+    trained = role_stats(trainer.last_samples)
+    stats = {}
+    for role, stat in role_stats(trainer.last_rewarded).items():
+        stat.nonzero_advantage = trained[role].nonzero_advantage if role in trained else 0
+        stats[role] = asdict(stat)
+    return stats
+
+
 def supervised_control(trainer: Trainer, cpu_budget: float) -> ControlArm:
     """Supervised steps on the run's demonstrations with the RL stage's optimiser settings until ``cpu_budget``
     CPU seconds are spent (at least one step), then the held-out metrics (see the module docstring)."""
@@ -143,7 +155,7 @@ def learning_run(
             started = time.process_time()
             metrics = trainer.train_step()
             rl_cpu_seconds += time.process_time() - started
-            stats = {role: asdict(stat) for role, stat in role_stats(trainer.last_rewarded).items()}
+            stats = step_role_stats(trainer)
             method = {name: value for name, value in metrics.items() if name.startswith(prefix)}
             every = config.eval.every
             due = evaluates and (trainer.step == steps or (every and trainer.step % every == 0))

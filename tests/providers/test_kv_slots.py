@@ -106,3 +106,35 @@ def test_a_sliding_window_model_runs_a_batch_on_its_own_cache_and_takes_no_later
     done = generate(model, tokenizer, [_prompt(tokenizer, q) for q in QUESTIONS[:2]], settings)
     for completion, question, sampling in zip(done, QUESTIONS[:2], settings, strict=True):
         assert_same_completion(completion, _alone(model, tokenizer, question, sampling))
+
+
+def test_the_cache_stays_bounded_as_trajectories_grow_and_rows_join_and_leave(qwen_pair):
+    # M-ASK's rollouts: concurrent episodes make sequential calls whose prompts grow by each reply, rows join
+    # the running batch as others leave, and an episode that ends makes way for a fresh one; hundreds of
+    # decode steps pass. The buffers must follow the live rows (slots: twice the most rows; columns: a
+    # newcomer's width, the window and half the window + 16 spare at a reallocation), never the tokens
+    # decoded over the whole workload.
+    model, tokenizer = qwen_pair
+    episodes, calls_per_episode = 4, 3
+    batch = DecodeBatch(model, tokenizer)
+    prompts = {e: _prompt(tokenizer, QUESTIONS[e]) for e in range(episodes)}
+    calls = dict.fromkeys(range(episodes), 0)
+    waiting, steps, longest = list(range(episodes)), 0, 0
+    while steps < 400:
+        if waiting:
+            settings = [Sampling(max_tokens=8, temperature=1.0, seed=steps + e) for e in waiting]
+            batch.admit(waiting, [prompts[e] for e in waiting], settings, [0] * len(waiting))
+            waiting = []
+        longest = max(longest, *(row.cached for row in batch.rows))
+        batch.step()
+        steps += 1
+        for e, done in batch.take_finished():
+            calls[e] += 1
+            grown = calls[e] < calls_per_episode
+            prompts[e] = done.prompt_ids + done.response_ids if grown else _prompt(tokenizer, QUESTIONS[e])
+            calls[e] %= calls_per_episode
+            waiting.append(e)
+        if batch.cache is not None:
+            assert batch.cache.slots <= 2 * episodes
+            assert batch.cache.columns <= 3 * longest + 32
+    assert steps > 3 * longest + 32  # the workload decoded more tokens than the bound: the window shrank

@@ -58,3 +58,19 @@ def test_a_learning_run_with_control_records_both_arms_and_the_curves(tiny_model
     assert recorded["steps"] == run.control.steps and recorded["rl_cpu_seconds"] == run.rl_cpu_seconds
     assert set(run.control.heldout) == set(run.heldout_before) == set(run.steps[-1].heldout)
     assert (tmp_path / "run" / "curves.png").stat().st_size > 0
+
+
+def test_a_roles_signal_is_counted_on_its_trained_rows():
+    from types import SimpleNamespace
+
+    from benchmarks.bench_learning import step_role_stats
+    from mara_bench.core.samples import Sample
+
+    def row(role: str, reward: float, advantage: float | None = None) -> Sample:
+        return Sample([1], [2, 3], [1, 1], role=role, reward=reward, advantage=advantage)
+
+    rewarded = [row("planner", 1.0), row("planner", 0.0), row("worker", 0.0), row("worker", 0.0)]
+    trained = [row("planner", 1.0, 0.7), row("planner", 0.0, -0.7)]  # the worker's group had no variance
+    stats = step_role_stats(SimpleNamespace(last_rewarded=rewarded, last_samples=trained))
+    assert stats["planner"] == {"samples": 2, "reward_mean": 0.5, "nonzero_advantage": 2}
+    assert stats["worker"] == {"samples": 2, "reward_mean": 0.0, "nonzero_advantage": 0}

@@ -16,8 +16,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from harness.retrieval.faiss_build import BLOCK_ROWS, build_faiss_index, read_faiss
-from harness.retrieval.vector_file import VectorFile
+from mara_bench.harness.retrieval.faiss_build import BLOCK_ROWS, build_faiss_index, read_faiss
+from mara_bench.harness.retrieval.vector_file import VectorFile
 
 IN_RAM_FLAT = "in-RAM Flat"
 QUERIES, K = 1_000, 10

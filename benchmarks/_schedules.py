@@ -1,6 +1,6 @@
 """MarsRL's throughput schedules (arXiv:2511.11373 §3.3-3.4) as a deterministic discrete-event model of rollout + training.
 
-The real trainer runs the pipelined and segmented schedules (``trainer.rollouts.pipelined``); this model
+The real trainer runs the pipelined and segmented schedules (``mara_bench.trainer.rollouts.pipelined``); this model
 predicts them at the paper's scale, on a simulated long-tail workload (``benchmarks/bench_schedules.py``).
 
 A workload is a list of chains (one per trajectory), each the decode lengths of its agents' calls in order
@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from trainer.config import TrainConfig
+from mara_bench.trainer.config import TrainConfig
 
 
 @dataclass(frozen=True)

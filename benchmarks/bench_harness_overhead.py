@@ -40,9 +40,9 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
-from harness.datasets.specs import INSTRUCTION_KEY
-from harness.evaluation import benchmark_task
-from harness.testing import scripted_model
+from mara_bench.harness.datasets.specs import INSTRUCTION_KEY
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.testing import scripted_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 FULL = os.environ.get("MARA_BENCH_FULL") == "1"

@@ -47,10 +47,10 @@ from inspect_ai.log import (
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score
 
-from leaderboards.collect import file_hash, list_logs
-from leaderboards.compare import nightly_comparisons
-from leaderboards.site import render_site
-from leaderboards.store import HistoryStore, SampleRow
+from mara_bench.leaderboards.collect import file_hash, list_logs
+from mara_bench.leaderboards.compare import nightly_comparisons
+from mara_bench.leaderboards.site import render_site
+from mara_bench.leaderboards.store import HistoryStore, SampleRow
 
 FULL = os.environ.get("MARA_BENCH_FULL") == "1"
 LOGS = int(os.environ.get("MARA_BENCH_LOGS", "1000" if FULL else "200"))

@@ -4,7 +4,7 @@ Not a timed suite (it defines no test, so ``pytest benchmarks`` skips it): run i
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_learning.py trainer/recipes/marsrl-tiny.yaml --steps 30
 
-It runs the recipe's cold start (``trainer.run.warmup``), then ``--steps`` RL steps, and writes
+It runs the recipe's cold start (``mara_bench.trainer.run.warmup``), then ``--steps`` RL steps, and writes
 ``<out>/metrics.jsonl`` and ``<out>/curves.png`` as ``mara train`` does, and ``<out>/roles.jsonl`` (one line per
 step: per role its rows and mean reward -- every row the step's episodes made, those
 ``algorithm.filter_zero_variance`` drops included -- and how many of its trained rows carry a non-zero advantage;
@@ -15,7 +15,7 @@ F1 gains) rising over training -- then the same for each method metric (MarsRL: 
 ``verifier_recall`` on wrong solutions, ``verifier_false_alarm_rate`` on right ones, ``corrector_fix_rate``,
 ``solver_accuracy``; M-ASK: ``mask/final_answer_f1``, the episodes' final answers), and the run's wall time.
 
-When the task has a held-out split (``trainer.run.heldout``), it also evaluates the policy there after the
+When the task has a held-out split (``mara_bench.trainer.run.heldout``), it also evaluates the policy there after the
 cold start, every ``eval.every`` steps (the recipe's, or ``--eval-every``) and after the last step
 (``heldout`` in ``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where
 it shows there.
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import torch
 
-from trainer.config import load_config
-from trainer.run.engine import Trainer
-from trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
-from trainer.run.metrics import MetricsLog, plot_curves
-from trainer.run.warmup import cross_entropy, demo_samples, role_stats
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
+from mara_bench.trainer.run.metrics import MetricsLog, plot_curves
+from mara_bench.trainer.run.warmup import cross_entropy, demo_samples, role_stats
 
 
 @dataclass
@@ -127,7 +127,7 @@ def learning_run(
     eval_every: int | None = None,
     control: bool = False,
 ) -> LearningRun:
-    """Warm up, then ``steps`` RL steps; per step, each role's stats (``trainer.run.warmup.RoleStats``), the
+    """Warm up, then ``steps`` RL steps; per step, each role's stats (``mara_bench.trainer.run.warmup.RoleStats``), the
     method's metrics (``<method>/...``) and, when evaluated, the held-out metrics. ``seed`` replaces the
     recipe's, ``eval_every`` its ``eval.every``; ``control`` adds the supervised control arm."""
     config = load_config(recipe)

@@ -36,7 +36,7 @@ import torch
 from _pairs import Spread, interleaved_pairs, ratio_spread
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
-from harness.tinymodel import build_tiny_model
+from mara_bench.harness.tinymodel import build_tiny_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 NEW_TOKENS = 48
@@ -240,9 +240,9 @@ def test_transformers_continuous_batching(benchmark, tiny, concurrent):
     """transformers' ``generate_batch`` vs our ``generate`` on the same greedy prompts, 2 interleaved pairs."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from harness.chat_template import render_prompt
-    from harness.providers.generation import generate
-    from harness.providers.sampling import Sampling
+    from mara_bench.harness.chat_template import render_prompt
+    from mara_bench.harness.providers.generation import generate
+    from mara_bench.harness.providers.sampling import Sampling
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
     prompts = [
@@ -303,7 +303,7 @@ TORCH_DEFAULT_THREADS = torch.get_num_threads()
 def test_one_cpu_thread_vs_torchs_default(benchmark, tiny, loop):
     """``-M threads`` default (1, ``CPU_THREADS``) against torch's default on the same model and 8 concurrent
     requests, in interleaved pairs: ratios of output tokens per wall second and per CPU second, 1 / default."""
-    from harness.providers.transformers_api import CPU_THREADS
+    from mara_bench.harness.providers.transformers_api import CPU_THREADS
 
     model = get_model(f"local/{tiny}", backend="hf", device="cpu", memoize=False)
     tokens_per_second(model, 8, loop)

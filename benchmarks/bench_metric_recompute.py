@@ -26,8 +26,8 @@ from _pairs import interleaved_pairs, ratio_spread
 from inspect_ai._eval.task.results import eval_results
 from inspect_ai.scorer import SampleScore, Score, match
 
-import harness._registry  # noqa: F401  (registers the accounting scorer that the solver-written score names)
-from judges.scorers import math_scorer
+import mara_bench.harness._registry  # noqa: F401  (registers the accounting scorer that the solver-written score names)
+from mara_bench.judges.scorers import math_scorer
 
 SAMPLES, PREVIOUS, ROUNDS = 5_000, 4_990, 7
 ACCOUNT_KEYS = (

@@ -1,4 +1,4 @@
-"""browse's page reading in a kept worker process (``harness.tools.page_worker``) vs the same ``read_page`` on the
+"""browse's page reading in a kept worker process (``mara_bench.harness.tools.page_worker``) vs the same ``read_page`` on the
 event loop (how browse read pages before): the per-page latency it costs, and the longest stall of the event loop it
 saves, on a typical article and on a large page.
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 import pytest
 from _pairs import interleaved_pairs, ratio_spread
 
-from harness.tools.browse import read_page
-from harness.tools.page_worker import Page, read_in_worker
+from mara_bench.harness.tools.browse import read_page
+from mara_bench.harness.tools.page_worker import Page, read_in_worker
 
 ROUNDS = 6
 PARAGRAPH = (

@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 from benchmarks._pairs import Spread, interleaved_pairs
-from trainer.config import load_config
-from trainer.run.engine import Trainer
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.run.engine import Trainer
 
 RECIPE = Path(__file__).resolve().parents[1] / "trainer" / "recipes" / "marsrl-tiny.yaml"
 

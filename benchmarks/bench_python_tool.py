@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from _pairs import interleaved_pairs, ratio_spread
 
-from harness.tools import bwrap
-from harness.tools.python_sandbox import SandboxLimits, run_python
+from mara_bench.harness.tools import bwrap
+from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 ROUNDS = 20
 LIMITS = SandboxLimits(timeout=60, memory_mb=2048)

@@ -27,7 +27,7 @@ import bm25s
 import pytest
 from _pairs import interleaved_pairs, ratio_spread
 
-from harness.retrieval import TextEncoder, build_index, load_index
+from mara_bench.harness.retrieval import TextEncoder, build_index, load_index
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROUNDS = 3

@@ -26,7 +26,7 @@ import pytest
 from _pairs import interleaved_pairs, ratio_spread
 from _scale_build import QUERIES
 
-from harness.retrieval.vector_file import VectorFile
+from mara_bench.harness.retrieval.vector_file import VectorFile
 
 FULL = os.environ.get("MARA_BENCH_FULL") == "1"
 SIZES = (100_000, 1_000_000) if FULL else (20_000,)

@@ -1,7 +1,7 @@
 """Start-up tax of having mara-bench installed: ``inspect eval`` of a trivial task with vs without the entry point.
 
 Inspect imports every installed ``inspect_ai`` entry point when it starts, whatever the task, so mara-bench's
-entry point (``harness._registry``) is paid by every ``inspect eval``. Each round runs the same trivial task (no
+entry point (``mara_bench.harness._registry``) is paid by every ``inspect eval``. Each round runs the same trivial task (no
 model call) in a fresh interpreter twice, interleaved: once as installed, once with mara-bench's entry point
 filtered out of ``importlib.metadata.entry_points``. Reported per pair: the wall-time difference (with - without)
 and the ratio, min / median / max, the same for the CPU time (user + system), plus the memory (max RSS) difference;
@@ -43,7 +43,7 @@ LAUNCH = """
 import atexit, importlib.metadata, resource, sys
 def report():
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print("MAXRSS_KIB", usage.ru_maxrss, usage.ru_utime + usage.ru_stime, "harness._registry" in sys.modules, file=sys.stderr)
+    print("MAXRSS_KIB", usage.ru_maxrss, usage.ru_utime + usage.ru_stime, "mara_bench.harness._registry" in sys.modules, file=sys.stderr)
 atexit.register(report)
 if sys.argv.pop(1) == "without":
     everything = importlib.metadata.entry_points

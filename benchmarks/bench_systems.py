@@ -18,10 +18,10 @@ import time
 
 import pytest
 
-from harness.binpack import first_fit_decreasing
-from harness.systems import mars
-from harness.systems.types import Reply, Toolbox
-from harness.tools.output import ToolText
+from mara_bench.core.episodes import Reply, Toolbox
+from mara_bench.harness.binpack import first_fit_decreasing
+from mara_bench.harness.systems import mars
+from mara_bench.harness.tools.output import ToolText
 
 PAGES_PER_CALL = 20
 BUDGETS = (8192, 16384, 23552)

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from _pairs import Spread, interleaved_pairs, ratio_spread
 
-from harness.systems.types import Toolbox
-from harness.tools import build_toolbox
+from mara_bench.core.episodes import Toolbox
+from mara_bench.harness.tools import build_toolbox
 
 QUERIES = 10
 CALLS = 2 * QUERIES

@@ -1,6 +1,6 @@
 """Trainer throughput against TRL's ``GRPOTrainer`` doing the SAME work, and the cost of scoring response tokens.
 
-``test_trainer_vs_trl_grpo``: both train GRPO on the toy addition task (``trainer.tasks.toy``, operands up to 5000, so
+``test_trainer_vs_trl_grpo``: both train GRPO on the toy addition task (``mara_bench.trainer.tasks.toy``, operands up to 5000, so
 prompts differ in length), rewarded by the share of the sum's digits a reply contains (``digit_overlap_reward``:
 an untrained model never states the sum, so the exact reward would leave every group at 0 and every update empty;
 both sides must report non-zero reward spread and gradient norm), with the same tiny model, made ``eos_prone`` so that replies end at varied lengths
@@ -23,12 +23,12 @@ prints our step's breakdown (``time_sync``, ``time_rollout``, ``time_scoring``, 
 ``time_update`` as shares of ``time_step``).
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
-entropies at a real vocabulary size (32k), the chunked scorer (``trainer.learner.logprobs``) against the
+entropies at a real vocabulary size (32k), the chunked scorer (``mara_bench.trainer.learner.logprobs``) against the
 full-vocabulary logits path it replaced (``response_logits`` + ``log_softmax`` + ``entropy``), time and peak
 RSS growth of each in interleaved forked pairs.
 
 ``test_rollout_continuous_vs_static`` times the rollout phase alone: a step's V-C group (Solver -> Verifier ->
-Corrector ..., ``harness.systems.vc``) through ``PolicyChat`` under each scheduler, in interleaved pairs under the
+Corrector ..., ``mara_bench.harness.systems.vc``) through ``PolicyChat`` under each scheduler, in interleaved pairs under the
 same torch seeds; with every row running to ``max_tokens`` both schedulers would step in lockstep, hence the
 ``eos_prone`` model. Reported: per-pair ratio static / continuous of rollout seconds (> 1: continuous is faster).
 A group is 2 questions x 4 episodes (``MARA_BENCH_FULL=1``: 4 x 4).
@@ -54,15 +54,15 @@ import pytest
 import torch
 from _pairs import interleaved_pairs, ratio_spread
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import generate
-from harness.providers.sampling import Sampling
-from harness.systems import build_toolbox, get_system, run_system
-from harness.tinymodel import build_tiny_model
-from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.learner.policy import PolicyChat
-from trainer.run.engine import Trainer
-from trainer.tasks.toy import addition_task
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import generate
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.systems import build_toolbox, get_system, run_system
+from mara_bench.harness.tinymodel import build_tiny_model
+from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.learner.policy import PolicyChat
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.tasks.toy import addition_task
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2
@@ -155,7 +155,7 @@ def ours(model_dir, run_dir, parity: str = "auto") -> dict[str, float]:
     """Seconds per step, tokens/s and padding share of our engine (steps after the first), its torch threads,
     the mean reward spread and gradient norm of its steps (the same-work check: both must be non-zero) and the
     share of the step each phase took (``PHASES``), under the ``PARITY`` settings named ``parity``."""
-    import trainer.tasks.toy as toy
+    import mara_bench.trainer.tasks.toy as toy
 
     toy.reply_reward = (
         digit_overlap_reward  # this forked child only: the toy task's reward, as TRL's side gets
@@ -337,10 +337,10 @@ def _scoring_pass(path: str) -> dict[str, float]:
     """Forward + backward of one micro-batch's response logprobs and entropies at a 32k vocabulary."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from trainer.algorithms.losses import entropy
-    from trainer.learner.logprobs import response_scores
-    from trainer.learner.packing import micro_batches, response_logits, token_logprobs
-    from trainer.rollouts.samples import Sample
+    from mara_bench.core.samples import Sample
+    from mara_bench.trainer.algorithms.losses import entropy
+    from mara_bench.trainer.learner.logprobs import response_scores
+    from mara_bench.trainer.learner.packing import micro_batches, response_logits, token_logprobs
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

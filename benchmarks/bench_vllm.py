@@ -10,7 +10,7 @@ side in this one; ours and plain ``generate`` this process's) and per wall-clock
 interleaved pairs (``benchmarks/_pairs.py``) give per-pair ratios of our engine over vLLM and over plain
 ``generate`` (a left-padded batch of the N prompts), min/median/max, printed and kept in ``extra_info``, never
 asserted. All three decode the same greedy tokens (``tests/vllm_engines``). Each row also prints ``auto``'s
-choice for a job of that row's tokens (``harness.providers.backends.choose_backend``).
+choice for a job of that row's tokens (``mara_bench.harness.providers.backends.choose_backend``).
 
 ``test_trainer_rollout_per_backend``: a trainer on the toy task with ``rollout.backend: hf`` and one with
 ``vllm`` (each a 256-hidden policy, 8 episodes of 16 tokens per step), rollout tokens per second of a step,
@@ -32,9 +32,9 @@ from _cpu import cpu_seconds
 from _pairs import interleaved_pairs, ratio_spread
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
-from harness.chat_template import render_prompt
-from harness.providers.backends import choose_backend, vllm_ready
-from harness.tinymodel import build_tiny_model
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.backends import choose_backend, vllm_ready
+from mara_bench.harness.tinymodel import build_tiny_model
 
 pytestmark = pytest.mark.skipif(
     not vllm_ready(), reason="needs the vllm package (bash scripts/setup.sh --vllm)"
@@ -191,7 +191,7 @@ def start_up_cpu_s(path: Path, backend: str, loop: asyncio.AbstractEventLoop) ->
 
 def test_start_up_cpu_seconds(benchmark, tmp_path_factory, loop):
     """vLLM's start-up beyond our engine's load, on the 76M checkpoint (``START_ROUNDS`` interleaved pairs):
-    ``harness.providers.backends.CPU_COSTS.vllm_start_cpu_s``."""
+    ``mara_bench.harness.providers.backends.CPU_COSTS.vllm_start_cpu_s``."""
     path = build_tiny_model(tmp_path_factory.mktemp("start-76M"), hidden_size=SIZES["76M"])
     pairs = benchmark.pedantic(
         interleaved_pairs,
@@ -216,8 +216,8 @@ def test_start_up_cpu_seconds(benchmark, tmp_path_factory, loop):
 
 
 def test_trainer_rollout_per_backend(benchmark, tmp_path_factory):
-    from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+    from mara_bench.trainer.run.engine import Trainer
 
     path = build_tiny_model(tmp_path_factory.mktemp("rollout-256"), hidden_size=256)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "tools"))
 from conftest import FakeWeb, _serving  # noqa: E402  (the tests' scripted web server)
 
-from harness.systems.types import ToolError  # noqa: E402
-from harness.tools import build_toolbox  # noqa: E402
+from mara_bench.core.episodes import ToolError  # noqa: E402
+from mara_bench.harness.tools import build_toolbox  # noqa: E402
 
 DECODED_MB = 1000
 

@@ -19,9 +19,9 @@ import time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from harness.providers.generation import DecodeBatch
-from harness.providers.kv_slots import SlotCache
-from harness.providers.sampling import Sampling
+from mara_bench.harness.providers.generation import DecodeBatch
+from mara_bench.harness.providers.kv_slots import SlotCache
+from mara_bench.harness.providers.sampling import Sampling
 
 
 def cache_bytes(batch: DecodeBatch) -> int:

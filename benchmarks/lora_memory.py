@@ -3,7 +3,7 @@ disk (a plain script: memory is not a timing).
 
 Each configuration runs in its own process: the policy of a MarsRL V-C recipe (three roles: solver, verifier,
 corrector) is loaded from the given base, full or with one adapter per role, and makes ``--steps`` updates
-(``trainer.learner.update.PolicyUpdate``) on the same fixed rows -- ``--rows`` rows of a 64-token prompt and a
+(``mara_bench.trainer.learner.update.PolicyUpdate``) on the same fixed rows -- ``--rows`` rows of a 64-token prompt and a
 ``--response``-token response, the roles in turn, rewards differing within each group -- without rollouts, so the
 figures are the update's. It prints one JSON line: parameters, trained parameters, AdamW state, the process's peak
 resident memory, the mean update time after the first, and the size of what one role's export costs on disk.
@@ -25,7 +25,7 @@ from pathlib import Path
 ROLES = ("solver", "verifier", "corrector")
 RECIPE = {
     "task": {
-        "factory": "trainer.tasks.toy:addition_task",
+        "factory": "mara_bench.trainer.tasks.toy:addition_task",
         "args": {"n_prompts": 8, "total": 7},
         "system": "vc",
     },
@@ -39,7 +39,7 @@ def fixed_rows(count: int, response: int, vocab: int) -> list:
     """``count`` rows in groups of two, the roles in turn, with different rewards inside each group."""
     import torch
 
-    from trainer.rollouts.samples import Sample
+    from mara_bench.core.samples import Sample
 
     draw = torch.Generator().manual_seed(0)
     return [
@@ -61,13 +61,13 @@ def folder_mib(path: Path) -> float:
 
 def measure(model: str, lora_rank: int | None, steps: int, rows: int, response: int, run_dir: Path) -> dict:
     """Load one configuration's policy in this process and update it ``steps`` times; its figures."""
-    from harness.systems.vc import ROLES as VC_ROLES
-    from trainer.config import TrainConfig, from_dict
-    from trainer.learner.distributed import Distributed
-    from trainer.learner.models import load_models
-    from trainer.learner.update import PolicyUpdate
-    from trainer.methods import get_method
-    from trainer.run.run_state import export
+    from mara_bench.harness.systems.vc import ROLES as VC_ROLES
+    from mara_bench.trainer.config import TrainConfig, from_dict
+    from mara_bench.trainer.learner.distributed import Distributed
+    from mara_bench.trainer.learner.models import load_models
+    from mara_bench.trainer.learner.update import PolicyUpdate
+    from mara_bench.trainer.methods import get_method
+    from mara_bench.trainer.run.run_state import export
 
     assert tuple(VC_ROLES) == ROLES
     settings = {"path": None if model == "tiny" else model, "tiny_hidden_size": 64}

@@ -13,9 +13,9 @@ import time
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import generate
-from harness.providers.sampling import Sampling
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import generate
+from mara_bench.harness.providers.sampling import Sampling
 
 NEW_TOKENS = 32
 

@@ -5,20 +5,20 @@ Inspect imports every installed entry point when any ``inspect`` command starts,
 must stay cheap: it loads no library Inspect has not loaded by then (numpy, torch, transformers, faiss ...) and none
 of the harness's machinery (systems, tools, tool cache, retrieval); those load when a task is created, a model is
 opened or a judge runs (``tests/core/test_import_cost.py`` checks the whole chain).
-``harness.invocation`` comes first: it records the directory the command ran in before Inspect changes into a
+``mara_bench.harness.invocation`` comes first: it records the directory the command ran in before Inspect changes into a
 task file's folder.
 """
 
-from harness import invocation  # noqa: F401  (first: captures the directory the command ran in)
+from mara_bench.harness import invocation  # noqa: F401  (first: captures the directory the command ran in)
 
 # isort: split
-from harness import (
+from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+from mara_bench.harness import (
     accounting,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
-from harness.prerequisites import install_one_line_hook
-from harness.providers import adder, local_provider  # noqa: F401  (the `local/` and `adder/` providers)
-from judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
-from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+from mara_bench.harness.prerequisites import install_one_line_hook
+from mara_bench.harness.providers import adder, local_provider  # noqa: F401  (the `local/` and `adder/` providers)
+from mara_bench.judges import scorers  # noqa: F401  (registers the judges' @scorer functions)
 
 install_one_line_hook()  # a configuration error ends a command as one line, whatever --display says

@@ -26,8 +26,10 @@ import yaml
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
+from mara_bench.core.inspect_compat import register_bare_name
+
 if TYPE_CHECKING:
-    from harness.systems.types import Episode
+    from mara_bench.core.episodes import Episode
 
 ACCOUNTING_SCORE = "accounting"
 """The name of the score that carries what a question cost (and of the scorer whose metrics report it)."""
@@ -139,7 +141,7 @@ def idle_parts(metrics: Mapping[str, float]) -> list[str]:
 
 TOTALLED_KEYS = ("input_tokens", "output_tokens", "tool_calls", "cost_usd")
 """The quantities also reported summed over every attempt of the eval, as ``total_<key>``, with the tool cache's
-counts (``harness.toolcache.counts.COUNT_KEYS``)."""
+counts (``mara_bench.harness.toolcache.counts.COUNT_KEYS``)."""
 
 
 @dataclass
@@ -187,7 +189,9 @@ def per_attempt_means_and_totals() -> Metric:
     tally = _Tally()
 
     def compute(scores: list[SampleScore]) -> Value:
-        from harness.toolcache.counts import COUNT_KEYS  # not at import: the package loads the tool settings
+        from mara_bench.harness.toolcache.counts import (
+            COUNT_KEYS,  # not at import: the package loads the tool settings
+        )
 
         nonlocal tally
         # a local name: another eval's call may swap ``tally`` meanwhile
@@ -223,20 +227,23 @@ def record_account(
     state.scores[ACCOUNTING_SCORE] = Score(value=value)
 
 
+@register_bare_name
 @scorer(metrics=[per_attempt_means_and_totals()], name=ACCOUNTING_SCORE)
 def accounting() -> Scorer:
     """The metrics of the ``accounting`` score (Inspect finds a solver-written score's metrics by the score's name);
     as a scorer, it counts a sample's stored Episode with its system's roles and tools (NaN without an Episode)."""
 
     async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
-        from harness.systems.inspect_adapter import stored_episode  # the systems package imports this module
+        from mara_bench.harness.systems.inspect_adapter import (
+            stored_episode,  # the systems package imports this module
+        )
 
         episode = stored_episode(state.store)
         if episode is None:
             return Score(
                 value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
             )
-        from harness.systems import get_system
+        from mara_bench.harness.systems import get_system
 
         spec = get_system(episode.system)
         return Score(value=account(episode, spec.roles, [*spec.tools, *spec.helper_tools], default_prices()))

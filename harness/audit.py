@@ -17,8 +17,8 @@ from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from harness.invocation import user_path
-from harness.typed_config import ConfigError
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.invocation import user_path
 
 HUMAN_SCORE = "human"
 MAX_AUDIT_BYTES = 64 * 2**20

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from inspect_ai.scorer import Metric, SampleScore, Scorer, Value, metric
 
-from judges.inspect_compat import RegistryInfo, registry_info, scorer_metrics, set_registry_info
-from judges.metrics import is_unscored
+from mara_bench.core.inspect_compat import RegistryInfo, registry_info, scorer_metrics, set_registry_info
+from mara_bench.judges.metrics import is_unscored
 
 DEFAULT_BREAKDOWNS: dict[str, tuple[str, ...]] = {
     "hle": ("category",),

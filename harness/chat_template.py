@@ -2,7 +2,7 @@
 
 The ``local/`` provider and the trainer's policy render a prompt with ``render_prompt`` before generating; the
 trainer renders the same conversations again with it when it turns calls into samples
-(``trainer.rollouts.samples``), so the token ids trained on are the ids the model was given by construction.
+(``mara_bench.trainer.samples``), so the token ids trained on are the ids the model was given by construction.
 No torch here: it only drives the tokenizer's ``apply_chat_template``.
 """
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.invocation import user_path
+from mara_bench.harness.invocation import user_path
 
 REGISTRY_ENV = "MARA_CHECKPOINTS"
 REGISTRY_FILE = "checkpoints.yaml"
@@ -54,7 +54,7 @@ class CheckpointEntry:
 def registry_path() -> Path | None:
     """The registry file in effect: ``$MARA_CHECKPOINTS`` (must exist), else ``./checkpoints.yaml`` if present.
 
-    Both are taken from the directory the command ran in (``harness.invocation``), not Inspect's task folder.
+    Both are taken from the directory the command ran in (``mara_bench.harness.invocation``), not Inspect's task folder.
     """
     named = os.environ.get(REGISTRY_ENV)
     if named:

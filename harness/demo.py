@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.packaged_models import PackagedModelError, installed_model
+from mara_bench.harness.packaged_models import PackagedModelError, installed_model
 
 DEMO_TASKS = ("sanity", "nq", "aime2025")
 DEMO_MODEL = "smollm2-135m"
@@ -36,7 +36,7 @@ MEANING = {
 
 def ensure_tiny_model(model_dir: Path) -> Path:
     """The tiny model at ``model_dir``, built there first if it is not already."""
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     if (model_dir / "config.json").is_file():
         return model_dir
@@ -75,7 +75,7 @@ def _short(text: str) -> str:
 
 def idle_lines(log) -> list[str]:
     """A line per agent role that never ran and per tool never called, from the run's ``accounting`` metrics."""
-    from harness.accounting import ACCOUNTING_SCORE, idle_parts
+    from mara_bench.harness.accounting import ACCOUNTING_SCORE, idle_parts
 
     if log.results is None:
         return []

@@ -2,12 +2,12 @@
 
 ``benchmark_task`` validates every option first (benchmark, protocol, epochs/reducers, judge, system and its
 options, data selection) so that a bad ``-T`` value stops the run at task creation, before any sample runs, with a
-message listing the valid values (one line under ``inspect eval``: ``harness.prerequisites``). The task's metadata
-is a ``harness.task_metadata.TaskMetadata``: what was evaluated and how -- benchmark, source and its revision or
+message listing the valid values (one line under ``inspect eval``: ``mara_bench.harness.prerequisites``). The task's metadata
+is a ``mara_bench.harness.task_metadata.TaskMetadata``: what was evaluated and how -- benchmark, source and its revision or
 file sha256, row count, sha256 of the id list, a hash of the evaluated samples (``dataset_hash``), protocol, judge
 and judge model, the tool cache (``tool_cache``: mode, store, snapshot and its id), and, for ``local/`` models, the
 checkpoint each resolved to (``resolved_checkpoint`` for the evaluated model, ``resolved_role_checkpoints`` for
-``--model-role`` ones: path, step, adapter, base, weights sha256; see ``harness.providers.provenance``) and which
+``--model-role`` ones: path, step, adapter, base, weights sha256; see ``mara_bench.harness.providers.provenance``) and which
 model served each agent role (``role_models``; per-role tokens are in the ``accounting`` score).
 """
 
@@ -19,20 +19,20 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai.model import Model, get_model, model_roles
 
-from harness.audit import audited_answers, human_verdict, load_audit
-from harness.breakdowns import breakdown_keys, with_breakdowns
-from harness.datasets import get_benchmark, load_benchmark
-from harness.prerequisites import one_line_errors
-from harness.protocols import Protocol, get_protocol
-from harness.providers.provenance import recorded
-from harness.systems import get_system, index_record, system_solver, tool_cache_summary
-from harness.task_metadata import TaskMetadata, dataset_hash
-from harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
-from harness.typed_config import ConfigError, did_you_mean
-from judges import registry as judges
-from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
-from judges.inspect_compat import PrerequisiteError, active_model
-from judges.named import lookup
+from mara_bench.core.inspect_compat import PrerequisiteError, active_model
+from mara_bench.core.named import lookup
+from mara_bench.core.typed_config import ConfigError, did_you_mean
+from mara_bench.harness.audit import audited_answers, human_verdict, load_audit
+from mara_bench.harness.breakdowns import breakdown_keys, with_breakdowns
+from mara_bench.harness.datasets import get_benchmark, load_benchmark
+from mara_bench.harness.prerequisites import one_line_errors
+from mara_bench.harness.protocols import Protocol, get_protocol
+from mara_bench.harness.providers.provenance import recorded
+from mara_bench.harness.systems import get_system, index_record, system_solver, tool_cache_summary
+from mara_bench.harness.task_metadata import TaskMetadata, dataset_hash
+from mara_bench.harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
+from mara_bench.judges import registry as judges
+from mara_bench.judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 
 
 def _judge_choice(
@@ -139,7 +139,7 @@ NAMED_FILES_AND_MODELS = ("second_grader", "audit")
 def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     """An Inspect task evaluating a system on ``benchmark`` (see the module docstring).
 
-    ``arguments`` are the task parameters (``harness.tasks.TaskArguments``) and the system's options; a name that
+    ``arguments`` are the task parameters (``mara_bench.harness.tasks.TaskArguments``) and the system's options; a name that
     is neither is an error suggesting the closest of both.
     """
     for named in NAMED_FILES_AND_MODELS:

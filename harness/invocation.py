@@ -4,7 +4,7 @@ Inspect changes into a task file's folder before it calls the task function and 
 runs one of mara-bench's task files (``tasks/``, the package ``mara_bench``) a relative ``-T data=``,
 ``-T index=``, ``-T ids=<file>``, ``MARA_DATA_DIR``, ``MARA_INDEX``, ``MARA_CHECKPOINTS``, ``./checkpoints.yaml`` or
 ``local/<path>`` would be read from ``tasks/``. There they are taken from ``INVOCATION_DIR``, the directory captured
-when this module is first imported: Inspect loads the package's entry point (``harness._registry``, which imports
+when this module is first imported: Inspect loads the package's entry point (``mara_bench.harness._registry``, which imports
 this module first) at start-up, before it changes directory. Anywhere else (``mara``, the Python API, tests) the
 current directory is the one the user means.
 """
@@ -22,10 +22,10 @@ INVOCATION_DIR = Path.cwd()
 
 @cache
 def _task_folders() -> frozenset[Path]:
-    """The folders holding mara-bench's task files (``tasks/``, reached as the package ``mara_bench``)."""
+    """The folder holding mara-bench's task files (``tasks/``, the package ``mara_bench`` itself)."""
     spec = importlib.util.find_spec("mara_bench")
-    locations = spec.submodule_search_locations if spec is not None else None
-    return frozenset(Path(location).resolve() for location in locations or ())
+    origin = spec.origin if spec is not None else None
+    return frozenset({Path(origin).resolve().parent} if origin else ())
 
 
 def base_dir() -> Path:

@@ -17,12 +17,12 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from judges.inspect_compat import PrerequisiteError
+from mara_bench.core.inspect_compat import PrerequisiteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-OWN_PACKAGES = frozenset({"harness", "judges", "trainer", "leaderboards", "tasks"})
-"""Packages whose exception classes describe a user's mistake in words meant for the user."""
+OWN_PACKAGE = "mara_bench"
+"""The package whose exception classes describe a user's mistake in words meant for the user."""
 
 
 def one_line_errors(function: F) -> F:
@@ -53,7 +53,7 @@ def as_prerequisite(err: Exception) -> Exception:
 
 
 def _is_configuration_error(err: Exception) -> bool:
-    own = type(err).__module__.split(".")[0] in OWN_PACKAGES
+    own = type(err).__module__.split(".")[0] == OWN_PACKAGE
     return type(err) is ValueError or own
 
 
@@ -72,13 +72,13 @@ class _OneLineHook:
     """``sys.excepthook`` printing an ``as_prerequisite`` error as its message, one line on stderr, whatever the
     display: Inspect's own hook prints through its rich console, which ``--display none`` silences and which wraps
     at the terminal's width. Inspect's own errors for a task it cannot find become the line
-    ``harness.task_spec_errors`` writes; any other exception goes to the hook it replaced."""
+    ``mara_bench.harness.task_spec_errors`` writes; any other exception goes to the hook it replaced."""
 
     def __init__(self, previous: Callable[..., Any]):
         self.previous = previous
 
     def __call__(self, kind: type[BaseException], err: BaseException, traceback: Any) -> None:
-        from harness.task_spec_errors import explain
+        from mara_bench.harness.task_spec_errors import explain
 
         line = str(getattr(err, "message", err)) if getattr(err, "one_line", False) else explain(err)
         if line is None:

@@ -17,8 +17,8 @@ from inspect_ai import Epochs
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, ScoreReducer, mean_score, pass_at, score_reducer
 
-from judges.metrics import is_unscored
-from judges.named import lookup
+from mara_bench.core.named import lookup
+from mara_bench.judges.metrics import is_unscored
 
 
 @score_reducer(name="maj_at_k")
@@ -26,7 +26,7 @@ def majority_answer() -> ScoreReducer:
     """maj@k: the value of the answer (``Score.answer``) given most often across epochs.
 
     Ties go to the answer that sorts first, so the result does not depend on epoch order; epochs without an
-    extracted answer vote for "no answer"; unscored epochs (``judges.metrics.is_unscored``: the grader gave no
+    extracted answer vote for "no answer"; unscored epochs (``mara_bench.judges.metrics.is_unscored``: the grader gave no
     verdict) do not vote (all unscored: unscored). The result keeps the winning epoch's metadata plus the tally.
     """
 

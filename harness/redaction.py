@@ -3,7 +3,7 @@
 Two forms ride in a URL: ``user:password@`` (any userinfo: a lone token before ``@`` is a credential too) and query
 parameters that name a secret (``?key=``, ``api_key``, ``token``, ``sig``, ...; ``CREDENTIAL_PARAMETERS``). The
 third form, a header key (``X-API-KEY``), only ever comes from the environment and goes to its endpoint alone
-(``harness.tools.web``).
+(``mara_bench.harness.tools.web``).
 
 - ``credential_forms(url)`` says which forms a URL carries. A setting that Inspect records as given (``-T`` task
   arguments, ``-M`` model arguments, model roles) is refused when it carries any (``credential_problem``): Inspect

@@ -2,8 +2,8 @@
 
 Without a name: every registered task, one line each. With a name: the task's title and declaration (dataset,
 row formats, prompt, judge, default protocol), its parameters (from
-``harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
-signature and the tool settings, and its prompt sets from ``harness.prompts.sets``), the protocols and the judges.
+``mara_bench.harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
+signature and the tool settings, and its prompt sets from ``mara_bench.harness.prompts.sets``), the protocols and the judges.
 """
 
 from __future__ import annotations
@@ -17,18 +17,20 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.tasks import TASK_PARAMETERS, declaration_lines, type_name
+from mara_bench.harness.tasks import TASK_PARAMETERS, declaration_lines, type_name
 
 TASK_PACKAGE = "mara_bench"
 
 
 def registered_tasks() -> dict[str, Callable[..., Any]]:
     """Task name -> task function, for every benchmark task in the ``mara_bench`` package (the files in tasks/)."""
-    from harness.datasets import BENCHMARKS
+    from mara_bench.harness.datasets import BENCHMARKS
 
     package = importlib.import_module(TASK_PACKAGE)
     found: dict[str, Callable[..., Any]] = {}
     for module_info in pkgutil.iter_modules(package.__path__):
+        if module_info.ispkg:  # mara_bench.harness, mara_bench.trainer ...: not task files
+            continue
         module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
         for name, value in vars(module).items():
             if (
@@ -66,8 +68,8 @@ def _task_parameter_rows() -> list[tuple[str, str, str, str]]:
 
 def _option_rows(system: str, run: Callable[..., Any]) -> list[tuple[str, str, str, str]]:
     """One row per option of ``system``'s ``run``; the ``prompts`` option's help lists its prompt sets."""
-    from harness.prompts.sets import PROMPTS_OPTION
-    from harness.systems.options import option_names
+    from mara_bench.harness.prompts.sets import PROMPTS_OPTION
+    from mara_bench.harness.systems.options import option_names
 
     hints = typing.get_type_hints(run)
     parameters = inspect.signature(run).parameters
@@ -82,7 +84,7 @@ def _option_rows(system: str, run: Callable[..., Any]) -> list[tuple[str, str, s
 
 
 def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
-    from harness.tools.settings import ToolSettings
+    from mara_bench.harness.tools.settings import ToolSettings
 
     hints = typing.get_type_hints(ToolSettings)
     rows = []
@@ -95,8 +97,8 @@ def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
 
 
 def _prompt_sets_help(system: str) -> str:
-    """``system``'s prompt sets from the registry (``harness.prompts.sets``): where they lie, which are ours."""
-    from harness.prompts.sets import prompt_sets
+    """``system``'s prompt sets from the registry (``mara_bench.harness.prompts.sets``): where they lie, which are ours."""
+    from mara_bench.harness.prompts.sets import prompt_sets
 
     ours = [name for name, chosen in prompt_sets(system).items() if chosen.ours()]
     return f"sets in harness/prompts/{system}/; ours, not the paper's: {', '.join(ours) or 'none'}"
@@ -104,18 +106,18 @@ def _prompt_sets_help(system: str) -> str:
 
 def describe_task(name: str) -> list[str]:
     """The lines ``mara tasks NAME`` prints."""
-    from harness.protocols import PROTOCOLS
-    from harness.systems import SYSTEMS, TOOLS_OPTION
-    from judges.registry import JUDGES
+    from mara_bench.harness.protocols import PROTOCOLS
+    from mara_bench.harness.systems import SYSTEMS, TOOLS_OPTION
+    from mara_bench.judges.registry import JUDGES
 
     tasks = registered_tasks()
     if name not in tasks:
-        from harness.typed_config import did_you_mean
+        from mara_bench.core.typed_config import did_you_mean
 
         raise SystemExit(
             f"mara tasks: no task {name!r}; {did_you_mean(name, tasks)}run `mara tasks` to list them"
         )
-    from harness.datasets import get_benchmark
+    from mara_bench.harness.datasets import get_benchmark
 
     lines = [
         f"{name}: {_summary(tasks[name])}",

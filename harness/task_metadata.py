@@ -1,5 +1,5 @@
 """What the harness records about a run in its eval log's task metadata, and what the leaderboards read back: one
-typed record, ``TaskMetadata``, written by ``harness.evaluation`` and read by ``leaderboards.collect``.
+typed record, ``TaskMetadata``, written by ``mara_bench.harness.evaluation`` and read by ``mara_bench.leaderboards.collect``.
 
 Every field has a default, so a log written before a field existed still reads (the field is then ``None`` or
 empty, and the reader falls back as it did before the field was recorded).
@@ -27,7 +27,7 @@ class TaskMetadata:
     """The task metadata of one evaluation (``Task.metadata``, stored in the log as ``log.eval.metadata``)."""
 
     dataset: dict[str, Any] | None = None
-    """Provenance of the samples (``harness.datasets.loader``): benchmark, source and its revision or file sha256,
+    """Provenance of the samples (``mara_bench.harness.datasets.loader``): benchmark, source and its revision or file sha256,
     row counts, the ids asked for and the sha256 of the id list."""
     dataset_hash: str | None = None
     """``dataset_hash`` of the evaluated samples: changes whenever the evaluated set changes."""
@@ -40,7 +40,7 @@ class TaskMetadata:
     protocol: dict[str, Any] | None = None
     """The protocol's summary (``Protocol.summary``: name, epochs, reducers, ...)."""
     judge: str | None = None
-    """The judge's name (``judges.registry``)."""
+    """The judge's name (``mara_bench.judges.registry``)."""
     judge_options: dict[str, Any] = field(default_factory=dict)
     """The judge's options."""
     judge_model: str | None = None
@@ -52,7 +52,7 @@ class TaskMetadata:
     tool_cache: dict[str, Any] | None = None
     """The tool cache: mode, store, snapshot and its id (``None``: off, or a system without tools)."""
     resolved_checkpoint: dict[str, Any] | None = None
-    """What the evaluated ``local/`` model resolved to (``harness.providers.provenance``)."""
+    """What the evaluated ``local/`` model resolved to (``mara_bench.harness.providers.provenance``)."""
     resolved_role_checkpoints: dict[str, dict[str, Any]] = field(default_factory=dict)
     """What each ``local/`` role model resolved to, by role."""
     retrieval_index: dict[str, Any] | None = None

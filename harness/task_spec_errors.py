@@ -4,7 +4,7 @@ run from another folder, a ``NotImplementedError`` for a missing absolute one).
 
 ``explain(err)`` reads the task specs from the command line (``inspect eval SPEC... --option ...``) and says which
 one is wrong and the closest valid name: a missing file (and the folder it was looked for in), a task name that
-no file declares, or a ``mara_bench/<name>`` that is not a mara-bench task. ``harness.prerequisites`` calls it from
+no file declares, or a ``mara_bench/<name>`` that is not a mara-bench task. ``mara_bench.harness.prerequisites`` calls it from
 the exception hook, so it runs only when a command is already ending.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.invocation import INVOCATION_DIR
-from harness.typed_config import did_you_mean
+from mara_bench.core.typed_config import did_you_mean
+from mara_bench.harness.invocation import INVOCATION_DIR
 
 TASK_COMMANDS = frozenset({"eval", "eval-set"})
 PACKAGE = "mara_bench"
@@ -50,7 +50,7 @@ def task_specs(argv: list[str]) -> list[str]:
 
 def spec_problem(spec: str) -> str | None:
     """What is wrong with one task spec (``file.py[@name]``, ``mara_bench/<name>`` or a task name), or ``None``."""
-    from harness.datasets import BENCHMARKS
+    from mara_bench.harness.datasets import BENCHMARKS
 
     names = list(BENCHMARKS)
     if spec.startswith(f"{PACKAGE}/"):

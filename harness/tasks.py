@@ -7,12 +7,12 @@
     def aime2025() -> Task: ...
 
 The declaration is the one source of truth: the loader, ``mara tasks``, a training recipe's ``task.benchmark`` and
-the leaderboards read it (``harness.datasets.BENCHMARKS`` collects the task files' declarations), and the task's
+the leaderboards read it (``mara_bench.harness.datasets.BENCHMARKS`` collects the task files' declarations), and the task's
 docstring is generated from it (``task_docstring``). ``TaskArguments`` is the one declaration of the parameters
 every task takes (``-T name=value``): the task function's signature and the docstring's parameter listing are built
-from it, and ``harness.evaluation.benchmark_task`` reads its arguments through it. Any other ``-T`` option is a
+from it, and ``mara_bench.harness.evaluation.benchmark_task`` reads its arguments through it. Any other ``-T`` option is a
 system option. Everything is assembled by ``benchmark_task``, imported when a task is created: registering the
-tasks (``harness._registry``) loads nothing heavy.
+tasks (``mara_bench.harness._registry``) loads nothing heavy.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from inspect_ai import Task
 
 if TYPE_CHECKING:
-    from harness.datasets.specs import BenchmarkSpec
+    from mara_bench.harness.datasets.specs import BenchmarkSpec
 
 SHOWN_ATTRIBUTES = ("__module__", "__name__", "__qualname__")
 SYSTEM_OPTIONS = "system_options"
@@ -161,7 +161,7 @@ def benchmark(spec: BenchmarkSpec) -> Callable[[Callable[[], Any]], Callable[...
             raise ValueError(f"task {stub.__name__!r} declares benchmark {spec.name!r}: name them alike")
 
         def task_function(**arguments: Any) -> Task:
-            from harness.evaluation import benchmark_task
+            from mara_bench.harness.evaluation import benchmark_task
 
             return benchmark_task(spec.name, **arguments)
 

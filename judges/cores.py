@@ -1,6 +1,6 @@
 """The pure cores of the rule-based judges: response text and gold in, score out, no Inspect state.
 
-The Inspect scorers (``judges.scorers``) and the trainer's rewards (``trainer.algorithms.rewards``) call these
+The Inspect scorers (``mara_bench.judges.scorers``) and the trainer's rewards (``mara_bench.trainer.algorithms.rewards``) call these
 same functions, so a training reward and an evaluation score of the same response can never differ.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from judges import lexical
-from judges import math as math_judge
+from mara_bench.judges import lexical
+from mara_bench.judges import math as math_judge
 
 
 def math_verdict(response: str, gold: str) -> tuple[str | None, bool]:

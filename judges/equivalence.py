@@ -1,15 +1,15 @@
 """LLM answer-equivalence judge: does a response state the same answer as one of the gold answers? (yes/no)
 
 The prompt (``judges/prompts/equivalence_judge.txt``) is ours: the MARS paper judges its QA sets with
-Qwen2.5-72B-Instruct but publishes no prompt. The reply must be exactly "yes" or "no" (see ``judges.verdicts``).
+Qwen2.5-72B-Instruct but publishes no prompt. The reply must be exactly "yes" or "no" (see ``mara_bench.judges.verdicts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from judges.templates import load_prompt
-from judges.verdicts import parse_yes_no
+from mara_bench.judges.templates import load_prompt
+from mara_bench.judges.verdicts import parse_yes_no
 
 PROMPT_NAME = "equivalence_judge"
 

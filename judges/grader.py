@@ -2,7 +2,7 @@
 
 The grader is whatever model is bound to the ``grader`` role (``--model-role grader=<model>`` or
 ``eval(..., model_roles={"grader": ...})``); without one an LLM judge raises ``GraderMissingError`` — the evaluated
-model never grades itself. Replies that gave a verdict are cached (``judges.reply_cache``, keyed by the judge, the
+model never grades itself. Replies that gave a verdict are cached (``mara_bench.judges.reply_cache``, keyed by the judge, the
 grader model and the prompt), so re-scoring a log replays the same judgements for free; a reply that gave none is
 never cached, so a later run asks again. Each call is bounded: it is abandoned after ``timeout`` seconds, Inspect
 retries a failing transport at most ``TRANSPORT_RETRIES`` times within that bound, and an unparsable, failed or
@@ -28,7 +28,7 @@ from inspect_ai.model import (
     model_roles,
 )
 
-from judges.reply_cache import ReplyCache
+from mara_bench.judges.reply_cache import ReplyCache
 
 GRADER_ROLE = "grader"
 SECOND_GRADER_ROLE = "grader2"

@@ -33,8 +33,8 @@ from inspect_ai.model import ResponseSchema
 from inspect_ai.util import json_schema
 from pydantic import BaseModel, ValidationError, field_validator
 
-from judges.templates import load_prompt
-from judges.verdicts import json_object, labelled_values, parse_yes_no
+from mara_bench.judges.templates import load_prompt
+from mara_bench.judges.verdicts import json_object, labelled_values, parse_yes_no
 
 if TYPE_CHECKING:
     import numpy as np

@@ -31,7 +31,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from judges.number_words import words_to_int
+from mara_bench.judges.number_words import words_to_int
 
 if TYPE_CHECKING:
     import sympy

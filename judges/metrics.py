@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 from inspect_ai.scorer import Metric, SampleScore, Value, metric
 
-from judges.hle import calibration_error, calibration_undefined_reason, wald_half_width
-from judges.simpleqa import summary
+from mara_bench.judges.hle import calibration_error, calibration_undefined_reason, wald_half_width
+from mara_bench.judges.simpleqa import summary
 
 logger = logging.getLogger(__name__)
 NAN = float("nan")

@@ -12,10 +12,10 @@ from typing import Any
 
 from inspect_ai.scorer import Scorer
 
-from judges.grader import GRADER_ROLE, ensure_grader_bound
-from judges.inspect_compat import registry_info, set_registry_info
-from judges.named import lookup
-from judges.scorers import (
+from mara_bench.core.inspect_compat import registry_info, set_registry_info
+from mara_bench.core.named import lookup
+from mara_bench.judges.grader import GRADER_ROLE, ensure_grader_bound
+from mara_bench.judges.scorers import (
     equivalence_scorer,
     gaia_scorer,
     hle_scorer,

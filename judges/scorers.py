@@ -2,14 +2,14 @@
 
 Each scorer reads the text to judge with ``response_to_judge(state, answer)`` (``answer="solver"`` scores the V-C
 system's Solver answer with the same judge). The math, lexical and GAIA judges compare the answer marked in that
-text (``\\boxed{}``, ``<answer>``, ``ANSWER:`` line; see ``judges.math.extract_answer``), the lexical and GAIA
+text (``\\boxed{}``, ``<answer>``, ``ANSWER:`` line; see ``mara_bench.judges.math.extract_answer``), the lexical and GAIA
 judges falling back to the whole text when nothing is marked; LLM judges see the whole text. Each scorer puts the
 extracted answer in ``Score.answer`` (maj@k groups by it) and the judge's details in ``Score.metadata``. Values are
-dicts (keys described in ``judges.metrics``). LLM judges take their model from the ``grader`` role; an attempt they
+dicts (keys described in ``mara_bench.judges.metrics``). LLM judges take their model from the ``grader`` role; an attempt they
 cannot judge is *unscored* (``judged_correct`` NaN, ``reason="grader_failed"``), counted by the ``unscored`` metric
 and never in accuracy over judged items. Every LLM judge takes ``attempts``, ``timeout`` (seconds per grader call)
-and ``cache`` (see ``judges.grader``); a timed-out judgement is unscored and the eval goes on. ``grader_role``
-names the role whose model grades (``grader2``: a second judge of the same samples, ``judges.registry.get_judge``).
+and ``cache`` (see ``mara_bench.judges.grader``); a timed-out judgement is unscored and the eval goes on. ``grader_role``
+names the role whose model grades (``grader2``: a second judge of the same samples, ``mara_bench.judges.registry.get_judge``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from inspect_ai.model import CachePolicy
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from judges import cores, equivalence, hle, lexical, simpleqa
-from judges import math as math_judge
-from judges.gaia import quasi_exact_match
-from judges.grader import (
+from mara_bench.judges import cores, equivalence, hle, lexical, simpleqa
+from mara_bench.judges import math as math_judge
+from mara_bench.judges.gaia import quasi_exact_match
+from mara_bench.judges.grader import (
     DEFAULT_ATTEMPTS,
     DEFAULT_TIMEOUT_S,
     GRADER_ROLE,
@@ -32,7 +32,7 @@ from judges.grader import (
     ask_grader,
     check_bounds,
 )
-from judges.metrics import (
+from mara_bench.judges.metrics import (
     calibration,
     lexical_summary,
     simpleqa_summary,
@@ -40,7 +40,7 @@ from judges.metrics import (
     verdict_summary,
     wald_interval,
 )
-from judges.response import response_to_judge
+from mara_bench.judges.response import response_to_judge
 
 NAN = float("nan")
 VERDICT_METRICS = [verdict_summary(), unscored()]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from judges.templates import load_prompt
-from judges.verdicts import bare_token
+from mara_bench.judges.templates import load_prompt
+from mara_bench.judges.verdicts import bare_token
 
 PROMPT_NAME = "simpleqa_grader"
 Grade = Literal["CORRECT", "INCORRECT", "NOT_ATTEMPTED"]

@@ -2,7 +2,7 @@
 
 Each file starts with one header line ``# source: ...`` naming where the prompt comes from; the rest of the file is
 the prompt, verbatim (``str.format`` placeholders in braces), followed by one newline. ``read_prompt_file`` reads
-such a file from any folder; the role prompts (``harness.prompts``) use it too: judges are the lowest layer, so the
+such a file from any folder; the role prompts (``mara_bench.harness.prompts``) use it too: judges are the lowest layer, so the
 reader lives here and harness imports it, never the other way round.
 """
 

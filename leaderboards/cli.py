@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.redaction import redact_url
-from leaderboards.compare import REGRESSION, nightly_comparisons, should_fail
-from leaderboards.run import build_tasks, run_suite
-from leaderboards.site import render_site
-from leaderboards.store import HistoryStore, database_problem
-from leaderboards.suite import SuiteError, load_suite
+from mara_bench.harness.redaction import redact_url
+from mara_bench.leaderboards.compare import REGRESSION, nightly_comparisons, should_fail
+from mara_bench.leaderboards.run import build_tasks, run_suite
+from mara_bench.leaderboards.site import render_site
+from mara_bench.leaderboards.store import HistoryStore, database_problem
+from mara_bench.leaderboards.suite import SuiteError, load_suite
 
 DISPLAYS = ("full", "conversation", "rich", "plain", "log", "none")
 NIGHT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -3,13 +3,13 @@
 One log becomes one :class:`RunRecord`: who was evaluated (checkpoint, model), on what (task, system, protocol,
 dataset hash), judged how (scorers and judge model), the metrics with 95% CIs (Wilson for a mean of 0/1 scores),
 and every sample's score reduced over epochs (mean), keyed by sample id so that runs can be compared pairwise.
-Identity comes from the task metadata written by :mod:`leaderboards.run` and by the harness (read through
-``harness.task_metadata.TaskMetadata``: system, protocol, judge, dataset hash, tool cache) when present, else from
+Identity comes from the task metadata written by :mod:`mara_bench.leaderboards.run` and by the harness (read through
+``mara_bench.harness.task_metadata.TaskMetadata``: system, protocol, judge, dataset hash, tool cache) when present, else from
 the task args and the model; a log that records no dataset hash (written before the harness recorded one) gets
 one computed from its sample summaries with the same ``dataset_hash`` function.
 
 The headline and the per-sample rows always agree: for a log of one of our judges (task metadata ``judge`` and
-``judge_options``) the headline is the judge's declared one (``judges.registry.headline``: math → ``correct`` /
+``judge_options``) the headline is the judge's declared one (``mara_bench.judges.registry.headline``: math → ``correct`` /
 accuracy, lexical → ``em`` or ``f1``, …) and each sample's row of that scorer holds the same key of its dict value,
 stored under the scorer's name. Other dict-valued scores (which Inspect splits into one score per key) keep one row
 per key. A run also counts its *unscored* samples: an attempt the grader could not judge, or a sample that errored.
@@ -36,12 +36,12 @@ from inspect_ai.log import (
 )
 from inspect_ai.scorer import value_to_float
 
-from harness.task_metadata import TaskMetadata, dataset_hash
-from judges import registry as judge_registry
-from judges.metrics import is_unscored
-from leaderboards.metrics import judge_metrics, log_metrics
-from leaderboards.records import RunRecord, SampleScore
-from leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
+from mara_bench.harness.task_metadata import TaskMetadata, dataset_hash
+from mara_bench.judges import registry as judge_registry
+from mara_bench.judges.metrics import is_unscored
+from mara_bench.leaderboards.metrics import judge_metrics, log_metrics
+from mara_bench.leaderboards.records import RunRecord, SampleScore
+from mara_bench.leaderboards.run import META_CHECKPOINT, META_CODE_VERSION, META_NIGHT, META_SUITE, META_TASK
 
 ANSWER_CHARS = 500
 _to_float = value_to_float()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaderboards.metrics import JUDGE_SCORE
-from leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.metrics import JUDGE_SCORE
+from mara_bench.leaderboards.store import HistoryStore, Run
 
 ACCOUNTING_SCORE = "accounting"
 ACCOUNTING_COLUMNS = (

@@ -4,7 +4,7 @@ A comparison pairs a candidate run with a baseline run on the same task, system 
 of the same checkpoint, a run from ``--baseline`` logs, or another checkpoint named in the suite's ``comparisons``.
 Runs on a different dataset (hash), judged differently, or that saw other tool responses (another tool snapshot,
 or the live web against a snapshot) are "not comparable" — never a regression. Comparable
-pairs are tested on their common sample ids (:mod:`leaderboards.stats`) and the p-values of the whole night are
+pairs are tested on their common sample ids (:mod:`mara_bench.leaderboards.stats`) and the p-values of the whole night are
 adjusted together (Holm or BH) before deciding. Each tested pair also reports the smallest drop it could detect
 (80% power, from its observed discordance), so "no regression" on too few samples reads as such. A regression on an
 LLM-judged task whose runs were also judged by a second grader (``-T second_grader=``, scores ``<judge>_grader2``)
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from judges import registry as judge_registry
-from judges.grader import SECOND_GRADER_ROLE
-from leaderboards.stats import PairedTest, adjust, minimum_detectable_drop, paired_drop_test
-from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import Suite
+from mara_bench.judges import registry as judge_registry
+from mara_bench.judges.grader import SECOND_GRADER_ROLE
+from mara_bench.leaderboards.stats import PairedTest, adjust, minimum_detectable_drop, paired_drop_test
+from mara_bench.leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.suite import Suite
 
 REGRESSION = "regression"
 NO_REGRESSION = "no regression"

@@ -9,10 +9,10 @@ from collections import defaultdict
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelUsage
 
-from harness.accounting import Price, default_prices, price_of
-from judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
-from leaderboards.records import MetricValue, SampleScore
-from leaderboards.stats import Z95, sample_mean_interval, wilson_interval
+from mara_bench.harness.accounting import Price, default_prices, price_of
+from mara_bench.judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
+from mara_bench.leaderboards.records import MetricValue, SampleScore
+from mara_bench.leaderboards.stats import Z95, sample_mean_interval, wilson_interval
 
 MEAN_METRICS = frozenset({"accuracy", "mean"})
 """Metrics that are the mean sample score, so they get a 95% CI over the samples (each sample's score its mean over

@@ -1,5 +1,5 @@
 """The leaderboard row of one evaluated log (``RunRecord``) with its metrics and per-sample scores: what
-``leaderboards.collect`` reads from a log and ``leaderboards.store`` stores."""
+``mara_bench.leaderboards.collect`` reads from a log and ``mara_bench.leaderboards.store`` stores."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The role-matrix view: which role of a multi-agent system made the difference.
 
-Every combination of the suite's role variants ran on the same samples (``leaderboards.run``); each is compared
-with the all-baseline combination by the paired test of :mod:`leaderboards.stats` (difference and 95% CI), and
+Every combination of the suite's role variants ran on the same samples (``mara_bench.leaderboards.run``); each is compared
+with the all-baseline combination by the paired test of :mod:`mara_bench.leaderboards.stats` (difference and 95% CI), and
 shows what each role cost (its tokens from the ``accounting`` score). A role's *effect* is the combination where only
 that role left its baseline: "trained planner with base worker gains X".
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from leaderboards.columns import ACCOUNTING_SCORE
-from leaderboards.stats import PairedTest, paired_drop_test
-from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import RoleMatrix
+from mara_bench.leaderboards.columns import ACCOUNTING_SCORE
+from mara_bench.leaderboards.stats import PairedTest, paired_drop_test
+from mara_bench.leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.suite import RoleMatrix
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from typing import Any
 from inspect_ai import Task, eval_set, task_with
 from inspect_ai.model import get_model, model_roles
 
-from harness.systems import get_system
-from judges.inspect_compat import init_model_roles
-from leaderboards.suite import Checkpoint, RoleMatrix, Suite, SuiteError, SuiteTask
+from mara_bench.core.inspect_compat import init_model_roles
+from mara_bench.harness.systems import get_system
+from mara_bench.leaderboards.suite import Checkpoint, RoleMatrix, Suite, SuiteError, SuiteTask
 
 META_SUITE = "leaderboard_suite"
 META_CHECKPOINT = "checkpoint"

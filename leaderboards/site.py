@@ -3,7 +3,7 @@
 The page needs no server: tables per task with 95% CIs and links to the Inspect logs, trend plots per checkpoint
 over nights, tonight's comparisons (with the samples that got worse, each regression's judge check and the smallest
 drop each comparison could detect), the two graders' agreement where a second grader judged, the role matrix
-(``leaderboards.role_matrix``), and the cross-solver matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
+(``mara_bench.leaderboards.role_matrix``), and the cross-solver matrix as a table and a heat map. Every string that can come from a model, a log or a suite is escaped by Jinja2's autoescape (HTML) or by
 :func:`markdown_text` (Markdown).
 """
 
@@ -22,15 +22,15 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from harness.audit import HUMAN_SCORE
-from judges.grader import SECOND_GRADER_ROLE
-from leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
-from leaderboards.compare import REGRESSION, Comparison
-from leaderboards.plots import TrendPoint, heat_map, trend_plot
-from leaderboards.role_matrix import RoleMatrixView, role_matrix_view
-from leaderboards.stats import JudgeAgreement, judge_agreement
-from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import CrossSolver, RoleMatrix
+from mara_bench.harness.audit import HUMAN_SCORE
+from mara_bench.judges.grader import SECOND_GRADER_ROLE
+from mara_bench.leaderboards.columns import ACCOUNTING_COLUMNS, RunColumns, run_columns
+from mara_bench.leaderboards.compare import REGRESSION, Comparison
+from mara_bench.leaderboards.plots import TrendPoint, heat_map, trend_plot
+from mara_bench.leaderboards.role_matrix import RoleMatrixView, role_matrix_view
+from mara_bench.leaderboards.stats import JudgeAgreement, judge_agreement
+from mara_bench.leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.suite import CrossSolver, RoleMatrix
 
 LINKABLE_SCHEMES = ("http", "https")
 TEMPLATES = Path(__file__).with_name("templates")
@@ -42,7 +42,7 @@ class BoardRow:
     rank: int
     log_href: str | None
     columns: RunColumns
-    """Cost accounting and breakdowns (``leaderboards.columns``)."""
+    """Cost accounting and breakdowns (``mara_bench.leaderboards.columns``)."""
 
 
 @dataclass

@@ -31,7 +31,7 @@ needs d ≲ 4% at m = 6 (``minimum_detectable_drop`` gives the drop caught with 
 Noisier runs (sampling at temperature on hard items) need more samples or several epochs: avg@k scores divide the
 per-sample variance of the paired difference by about k, and their comparison uses the paired bootstrap. Epochs
 are clustered by sample everywhere: each sample's score is its mean over epochs before any test or interval, so
-the unit of every interval is the sample (``leaderboards.collect``). These figures: ``docs/experiments/fidelity.md``.
+the unit of every interval is the sample (``mara_bench.leaderboards.collect``). These figures: ``docs/experiments/fidelity.md``.
 """
 
 from __future__ import annotations

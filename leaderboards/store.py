@@ -34,8 +34,15 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from leaderboards.collect import SkippedLogWarning, UnusableLog, file_hash, file_stat, list_logs, read_run
-from leaderboards.records import MetricValue, RunRecord, SampleScore
+from mara_bench.leaderboards.collect import (
+    SkippedLogWarning,
+    UnusableLog,
+    file_hash,
+    file_stat,
+    list_logs,
+    read_run,
+)
+from mara_bench.leaderboards.records import MetricValue, RunRecord, SampleScore
 
 SQLITE_BUSY_TIMEOUT_S = 60
 RUN_LISTS = ("metrics", "samples")

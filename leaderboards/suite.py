@@ -40,8 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from harness.redaction import credential_problem
-from harness.typed_config import (
+from mara_bench.core.typed_config import (
     ConfigError,
     ConfigProblem,
     config_dataclass,
@@ -49,6 +48,7 @@ from harness.typed_config import (
     load_yaml,
     validate,
 )
+from mara_bench.harness.redaction import credential_problem
 
 
 class SuiteError(ConfigError):
@@ -164,14 +164,14 @@ class SuiteTask:
     @field_validator("systems")
     @classmethod
     def _known_systems(cls, systems: tuple[str | None, ...]) -> tuple[str | None, ...]:
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         return _known_names(systems, SYSTEMS, "system")
 
     @field_validator("protocols")
     @classmethod
     def _known_protocols(cls, protocols: tuple[str | None, ...]) -> tuple[str | None, ...]:
-        from harness.protocols import PROTOCOLS
+        from mara_bench.harness.protocols import PROTOCOLS
 
         return _known_names(protocols, PROTOCOLS, "protocol")
 
@@ -235,14 +235,14 @@ class RoleMatrix:
     @field_validator("system")
     @classmethod
     def _known_system_with_those_roles(cls, system: str) -> str:
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         _known_names((system,), SYSTEMS, "system")
         return system
 
     @model_validator(mode="after")
     def _roles_of_the_system(self) -> RoleMatrix:
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         known = SYSTEMS[self.system].roles
         for role in self.roles:
@@ -280,7 +280,7 @@ class RoleMatrix:
 
 @config_dataclass(frozen=True, error=SuiteError)
 class ToolPin:
-    """The tool responses every tool-using run of the suite sees (``harness.toolcache``): a pinned snapshot."""
+    """The tool responses every tool-using run of the suite sees (``mara_bench.harness.toolcache``): a pinned snapshot."""
 
     snapshot: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
     """The snapshot (``-T tool_snapshot``); freeze it (``mara tools freeze``) so every night sees the same pages."""

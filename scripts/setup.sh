@@ -22,7 +22,6 @@ if [[ "${1:-}" == "--vllm" ]]; then
   mkdir -p "$site/vllm-0.32.0.dist-info"
   printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' >"$site/vllm-0.32.0.dist-info/METADATA"
   .venv-vllm/bin/python -m pip install --quiet torch==2.13.0 -e '.[test]'
-  rm -rf mara_bench.egg-info
   exit 0
 fi
 
@@ -52,7 +51,6 @@ fi
 # the tiny random model the offline smoke suite (leaderboards/suites/smoke.yaml) runs, built in a second
 tiny=~/.cache/mara-bench/tiny-qwen2
 [[ -f "$tiny/config.json" ]] || .venv/bin/mara tiny-model "$tiny" >/dev/null
-# The editable install's metadata lives in the venv. The build leaves a copy without the editable marker in the
-# checkout (mara_bench.egg-info), which shadows it for `python -m …` run from here: Inspect would then not see
-# mara_bench as an installed package and would register its tasks without the `mara_bench/` prefix.
+# A build before pyproject's egg_base = "build" left mara_bench.egg-info in the root, where it shadows the editable
+# install's metadata (Inspect would register the tasks without their mara_bench/ prefix); builds no longer do.
 rm -rf mara_bench.egg-info

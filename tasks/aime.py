@@ -7,9 +7,9 @@ the parameters. MarsRL's protocol: ``-T protocol=marsrl``. Each task is its decl
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import AIME2024_HF, BEYOND_AIME_MARSRL, PROBLEM_ANSWER, VERL_PARQUET
-from harness.datasets.specs import BenchmarkSpec
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import AIME2024_HF, BEYOND_AIME_MARSRL, PROBLEM_ANSWER, VERL_PARQUET
+from mara_bench.harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.tasks import benchmark
 
 AIME2025 = BenchmarkSpec(
     name="aime2025",

@@ -6,9 +6,9 @@ the parameters. MATPO's protocol: ``-T protocol=matpo``. Each task is its declar
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import FRAMES_HF, QUESTION_ANSWER
-from harness.datasets.specs import BenchmarkSpec
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import FRAMES_HF, QUESTION_ANSWER
+from mara_bench.harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.tasks import benchmark
 
 # google/frames-benchmark: no commit sha found; recorded at load time.
 FRAMES = BenchmarkSpec(

@@ -6,9 +6,9 @@ the parameters. MATPO's protocol: ``-T protocol=matpo``. Each task is its declar
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import GAIA, WEBTHINKER
-from harness.datasets.specs import BenchmarkSpec, in_gaia_text_103, text_only
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import GAIA, WEBTHINKER
+from mara_bench.harness.datasets.specs import BenchmarkSpec, in_gaia_text_103, text_only
+from mara_bench.harness.tasks import benchmark
 
 GAIA = BenchmarkSpec(
     name="gaia",

@@ -6,9 +6,9 @@ the parameters. MARS's protocol: ``-T protocol=mars``. Each task is its declarat
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
-from harness.datasets.specs import BenchmarkSpec, text_only
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
+from mara_bench.harness.datasets.specs import BenchmarkSpec, text_only
+from mara_bench.harness.tasks import benchmark
 
 HLE = BenchmarkSpec(
     name="hle",

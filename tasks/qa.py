@@ -7,9 +7,9 @@ the parameters. M-ASK's protocol: ``-T protocol=mask``. Each task is its declara
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import CUPCASE_HF, PUBMEDQA_HF
-from harness.datasets.specs import BenchmarkSpec, flashrag_benchmark
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import CUPCASE_HF, PUBMEDQA_HF
+from mara_bench.harness.datasets.specs import BenchmarkSpec, flashrag_benchmark
+from mara_bench.harness.tasks import benchmark
 
 NQ = flashrag_benchmark(
     name="nq",

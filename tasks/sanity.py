@@ -9,9 +9,9 @@ Run: ``inspect eval tasks/sanity.py --model local/smollm2-135m`` (or ``mara_benc
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import QUESTION_ANSWER
-from harness.datasets.specs import BenchmarkSpec
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import QUESTION_ANSWER
+from mara_bench.harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.tasks import benchmark
 
 SANITY = BenchmarkSpec(
     name="sanity",

@@ -7,9 +7,9 @@ declaration (``BenchmarkSpec``) above it.
 
 from inspect_ai import Task, task
 
-from harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
-from harness.datasets.specs import BenchmarkSpec
-from harness.tasks import benchmark
+from mara_bench.harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
+from mara_bench.harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.tasks import benchmark
 
 # callanwu/WebWalkerQA: no commit sha found; recorded at load time.
 WEBWALKERQA = BenchmarkSpec(

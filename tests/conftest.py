@@ -41,7 +41,7 @@ def data_dir() -> Path:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests marked ``vllm`` skip, with the reason, where the vllm package is not installed."""
-    from harness.providers.backends import vllm_ready
+    from mara_bench.harness.providers.backends import vllm_ready
 
     if vllm_ready():
         return
@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 def smollm2():
     """SmolLM2-135M-Instruct's converted checkpoint (``mara models get smollm2-135m``, which ``scripts/setup.sh``
     runs); tests using it skip, with the command, where it is not installed."""
-    from harness.packaged_models import PackagedModelError, installed_model
+    from mara_bench.harness.packaged_models import PackagedModelError, installed_model
 
     try:
         return installed_model("smollm2-135m")

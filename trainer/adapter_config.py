@@ -1,7 +1,7 @@
 """The recipe's per-role LoRA settings: ``model.lora`` (the adapters' shape) and ``roles`` (what each role trains).
 
 With ``model.lora`` set, the base weights are frozen and every role of the system decodes and trains through a
-LoRA adapter on them (``trainer.learner.adapters``): its own (``own``, the default), one adapter shared by every
+LoRA adapter on them (``mara_bench.trainer.learner.adapters``): its own (``own``, the default), one adapter shared by every
 ``shared`` role, or its own adapter never updated (``frozen``); each trained adapter has its own optimiser state
 and learning rate. The KL reference is the base with the adapters switched off.
 """
@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator
 
-from harness.typed_config import ConfigProblem, config_dataclass
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass
 
 AdapterMode = Literal["own", "shared", "frozen"]
 ADAPTER_MODES = typing.get_args(AdapterMode)
@@ -23,7 +23,7 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 
 UNADAPTABLE = ("lm_head", "embed_tokens")
 """Modules an adapter may not wrap: the output head is applied by the trainer's chunked scorer
-(``trainer.learner.logprobs``) and is tied to the embeddings of the small models."""
+(``mara_bench.trainer.learner.logprobs``) and is tied to the embeddings of the small models."""
 
 
 @config_dataclass
@@ -66,7 +66,7 @@ class RoleConfig:
 def check_roles(roles: dict[str, RoleConfig], known: tuple[str, ...], system: str) -> None:
     """Raise ``ConfigProblem`` (keys under ``roles``) when ``roles`` names a role ``system`` lacks, freezes every
     role, gives a frozen role a learning rate, or gives the shared adapter two learning rates."""
-    from harness.typed_config import did_you_mean
+    from mara_bench.core.typed_config import did_you_mean
 
     for role, settings in roles.items():
         if role not in known:

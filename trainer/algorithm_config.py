@@ -1,6 +1,6 @@
-"""The ``algorithm:`` section of a training recipe (``trainer.config``): the method, its advantages and loss,
+"""The ``algorithm:`` section of a training recipe (``mara_bench.trainer.config``): the method, its advantages and loss,
 and the method sections MarsRL and M-ASK read. Method, estimator and loss names are checked against
-``trainer.registry`` without importing them."""
+``mara_bench.trainer.registry`` without importing them."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from harness.typed_config import ConfigProblem, config_dataclass, did_you_mean
-from trainer import registry
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass, did_you_mean
+from mara_bench.trainer import registry
 
 MarsRLRollout = Literal["chains", "grouped"]
 MarsRLSelection = Literal["random", "balanced", "adaptive"]
@@ -55,7 +55,7 @@ class MarsRLConfig:
     pipeline: StrictBool = False
     """Agentic pipeline parallelism (§3.3; either rollout, with segment rollouts or without): a rollout thread
     decodes with a snapshot of the policy while the learner trains, and each (question, agent) group enters
-    training as soon as every chain of the question is past that agent (``trainer.rollouts.pipelined``);
+    training as soon as every chain of the question is past that agent (``mara_bench.trainer.rollouts.pipelined``);
     false: a question's samples enter training together."""
     max_staleness: StrictInt = Field(default=1, ge=0)
     """Under ``pipeline`` / segment rollouts: most learner steps between the weights that started a sample and
@@ -81,21 +81,21 @@ class MaskConfig:
     ``trajectory``: the ablation -- every agent's call rewarded with the trajectory's final-answer F1."""
     format_penalty: StrictBool = False
     """M-ASK's released training code: a call whose reply breaks its role's strict format
-    (``harness.systems.mask_format``) earns -1 on top of its reward, except a Search call that ends the loop with
+    (``mara_bench.harness.systems.mask_format``) earns -1 on top of its reward, except a Search call that ends the loop with
     ``<end>``. Off (the default): the paper's rewards (eq. 2-3), which state no penalty."""
 
 
 @config_dataclass
 class AlgorithmConfig:
     method: StrictStr = "grpo"
-    """The training method (``trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc
+    """The training method (``mara_bench.trainer.methods``): ``grpo`` (outcome reward, any system), ``marsrl`` (vc
     system), ``mars`` (mars system), ``matpo`` (matpo system) or ``mask`` (mask system, with ``advantage:
     gae``)."""
     advantage: StrictStr = "grpo"
-    """The advantage estimator (``trainer.algorithms.estimators``): ``grpo`` (group-normalised outcome
+    """The advantage estimator (``mara_bench.trainer.algorithms.estimators``): ``grpo`` (group-normalised outcome
     rewards) or ``gae`` (PPO with a critic, which is loaded only for it)."""
     policy_loss: StrictStr = "ppo"
-    """The policy loss (``trainer.registry.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
+    """The policy loss (``mara_bench.trainer.registry.POLICY_LOSSES``): ``ppo``, the clipped surrogate (``clip_low``,
     ``clip_high``, ``dual_clip``), aggregated by ``loss_mode``."""
     marsrl: MarsRLConfig = Field(default_factory=MarsRLConfig)
     """MarsRL's rollout mode and sampling strategy; only ``method: marsrl`` reads it."""
@@ -138,7 +138,7 @@ class AlgorithmConfig:
     mini-batch."""
     ppo_mini_batch_size: StrictInt | None = Field(default=None, ge=1)
     """Questions per optimizer step, over all ranks (verl's ``ppo_mini_batch_size``;
-    ``trainer.learner.mini_batches``): a step makes ``rollout.prompts_per_step / ppo_mini_batch_size``
+    ``mara_bench.trainer.learner.mini_batches``): a step makes ``rollout.prompts_per_step / ppo_mini_batch_size``
     optimizer steps per epoch, and from the second on the importance ratio is no longer 1 (the old logprobs
     are recomputed once, before the first). Must divide ``prompts_per_step``; null: the whole batch, one
     optimizer step per epoch."""
@@ -152,7 +152,7 @@ class AlgorithmConfig:
     """Drop the rows of groups whose rewards are all equal (zero group advantage) before the update; the share
     of such groups is reported every step either way (``groups_zero_variance_frac``)."""
     mpt_target_entropy: StrictFloat | None = Field(default=None, gt=0)
-    """MarsRL/UloRL dynamic masking (``trainer.algorithms.mastered_tokens``): while the previous update's
+    """MarsRL/UloRL dynamic masking (``mara_bench.trainer.algorithms.mastered_tokens``): while the previous update's
     policy entropy is below this target, well-mastered positive tokens leave the loss mask; null = off."""
     mpt_probability: StrictFloat = Field(default=0.99, gt=0, le=1)
     """A positive sample's token is well mastered when the policy gives it at least this probability (UloRL:

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.typed_config import (
+from mara_bench.core.typed_config import (
     ConfigError,
     ConfigProblem,
     config_dataclass,
@@ -31,16 +31,16 @@ from harness.typed_config import (
     load_yaml,
     validate,
 )
-from trainer import registry
-from trainer.adapter_config import LoraConfig, RoleConfig, check_roles
-from trainer.algorithm_config import (
+from mara_bench.trainer import registry
+from mara_bench.trainer.adapter_config import LoraConfig, RoleConfig, check_roles
+from mara_bench.trainer.algorithm_config import (
     MARSRL_ROLLOUTS,
     MARSRL_SELECTIONS,
     AlgorithmConfig,
     MarsRLConfig,
     MaskConfig,
 )
-from trainer.task_config import GraderConfig, TaskConfig
+from mara_bench.trainer.task_config import GraderConfig, TaskConfig
 
 Dtype = Literal["auto", "float32", "bfloat16"]
 ParityAction = Literal["auto", "warn", "fail", "off"]
@@ -72,7 +72,7 @@ class ModelConfig:
     per layer to one layer's, for about one more forward of compute. The gradients are the same."""
     lora: LoraConfig | None = None
     """Train a LoRA adapter per role over the frozen base instead of the full weights (``roles`` says which
-    adapter each role trains; ``trainer.adapter_config``); null: full weights."""
+    adapter each role trains; ``mara_bench.trainer.adapter_config``); null: full weights."""
 
     def torch_dtype(self, *, cuda: bool) -> Any:
         """The parameter dtype as a ``torch.dtype`` (``auto`` resolved for a run on a GPU or not)."""
@@ -103,11 +103,11 @@ class RolloutConfig:
     backend: Backend = "auto"
     """Generation engine: ``hf`` (transformers, CPU or GPU), ``vllm`` (a colocated vLLM engine synced to the
     policy each step; its CUDA build or its CPU build) or ``auto`` (vLLM when it is installed and the policy's
-    checkpoint has 100 MiB of weights or more), as ``local/`` picks (``harness.providers.backends``). ``vllm``
+    checkpoint has 100 MiB of weights or more), as ``local/`` picks (``mara_bench.harness.providers.backends``). ``vllm``
     where the package is missing is refused when the recipe is loaded."""
     parity: ParityAction = "auto"
     """Whether each step measures the rollout-trainer logprob gap (``rollout/logprob_gap_mean``: the mean over the
-    measured generated tokens of |engine logprob - trainer forward logprob|, ``trainer.rollouts.parity``; an
+    measured generated tokens of |engine logprob - trainer forward logprob|, ``mara_bench.trainer.rollouts.parity``; an
     extra no-gradient forward) and what it does when the gap exceeds ``parity_bound``: ``warn`` (print one line
     and go on), ``fail`` (stop the run), ``off`` (not measured) or ``auto``: ``warn`` where the engine that
     samples is not the trained model itself (a vLLM engine: other kernels, its own copy of the weights in
@@ -124,25 +124,25 @@ class RolloutConfig:
     """Share of the GPU memory the vLLM engine may take (weights + KV cache); the rest is left for training."""
     scheduler: Scheduler = "continuous"
     """How the ``hf`` backend batches the concurrent calls of the step's episodes
-    (``trainer.learner.policy``): ``continuous`` (rows join and leave a running batch between decode steps, so
+    (``mara_bench.trainer.learner.policy``): ``continuous`` (rows join and leave a running batch between decode steps, so
     an episode's next call starts while longer rows still run; deterministic: the same seed gives the same
     tokens) or ``static`` (the calls pending together run as one batch to its longest row). The ``vllm``
     backend always batches statically (vLLM schedules continuously inside each batch)."""
     segment_tokens: StrictInt | None = Field(default=None, ge=1)
     """MarsRL's segment rollouts (arXiv:2511.11373 §3.4; ``method: marsrl``): decode in rounds of this many tokens
-    (``trainer.rollouts.segments``); a call that ends within a round goes on at once, an unfinished one
+    (``mara_bench.trainer.rollouts.segments``); a call that ends within a round goes on at once, an unfinished one
     continues next round, maybe under newer weights within ``algorithm.marsrl.max_staleness`` (paper: 64k in 4
-    x 16k). Rollout and training then run side by side (``trainer.rollouts.pipelined``); null: each step rolls
+    x 16k). Rollout and training then run side by side (``mara_bench.trainer.rollouts.pipelined``); null: each step rolls
     out to its end."""
     frozen_roles: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     """Roles served by a fixed model instead of the policy, never trained: role -> an Inspect model string
     (``local/<dir>``, ``openai/<model>``, ``openai-api/<service>/<model>`` for an OpenAI-compatible endpoint), e.g.
     ``{solver: local/Qwen/Qwen3-8B}`` to train MarsRL's Verifier and Corrector against a fixed Solver
-    (``trainer.rollouts.frozen_roles``)."""
+    (``mara_bench.trainer.rollouts.frozen_roles``)."""
 
     @model_validator(mode="after")
     def _vllm_is_installed(self) -> RolloutConfig:
-        from harness.providers.backends import missing_vllm, vllm_ready
+        from mara_bench.harness.providers.backends import missing_vllm, vllm_ready
 
         if self.backend == "vllm" and not vllm_ready():
             raise ConfigProblem("backend", missing_vllm("vllm", "set rollout.backend: hf (or auto)"))
@@ -169,7 +169,7 @@ class OptimConfig:
     """Bucket layout: most padding share of any micro-batch."""
     offload_optimizer: StrictBool = False
     """Keep AdamW's moments in CPU memory between optimizer steps, moving them to the parameters' device only
-    for the step (verl's ``optimizer_offload``; ``trainer.learner.offload``): frees two parameter-sized
+    for the step (verl's ``optimizer_offload``; ``mara_bench.trainer.learner.offload``): frees two parameter-sized
     tensors of accelerator memory per trained model, at the cost of two host-device copies per step. Same
     updates."""
 
@@ -184,8 +184,8 @@ class OptimConfig:
 
 @config_dataclass
 class WarmupConfig:
-    """The cold start before RL (``trainer.run.warmup``): supervised fine-tuning on scripted demonstrations of
-    the recipe's system (``trainer.demos``), with the loss masks the RL stage uses. Not ``optim.warmup_steps``
+    """The cold start before RL (``mara_bench.trainer.run.warmup``): supervised fine-tuning on scripted demonstrations of
+    the recipe's system (``mara_bench.trainer.demos``), with the loss masks the RL stage uses. Not ``optim.warmup_steps``
     (the RL learning rate's ramp)."""
 
     steps: StrictInt = Field(default=0, ge=0)
@@ -207,7 +207,7 @@ class WarmupConfig:
 
 @config_dataclass
 class EvalConfig:
-    """The held-out evaluation (``trainer.run.heldout``) on the task's held-out split
+    """The held-out evaluation (``mara_bench.trainer.run.heldout``) on the task's held-out split
     (``task.args.heldout_prompts``)."""
 
     every: StrictInt = Field(default=0, ge=0)
@@ -253,7 +253,7 @@ class TrainConfig:
                     "roles", "sets per-role adapters, and model.lora is null", "add model.lora: {}"
                 )
             return self
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         known = SYSTEMS[self.task.system].roles if self.task.system in SYSTEMS else ()
         try:
@@ -332,7 +332,7 @@ class TrainConfig:
     def _frozen_roles_are_the_systems(self) -> TrainConfig:
         if not self.rollout.frozen_roles:
             return self
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         known = SYSTEMS[self.task.system].roles if self.task.system in SYSTEMS else ()
         for role in self.rollout.frozen_roles:
@@ -366,15 +366,13 @@ class TrainConfig:
                 "remove it, or use algorithm.advantage: gae",
             )
         if self.warmup.steps:
-            from trainer.demos import POLICIES
-
-            if self.task.system not in POLICIES:
+            if self.task.system not in registry.DEMO_SKILLS:
                 raise ConfigProblem(
                     "warmup.steps",
                     f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
-                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(POLICIES))}",
+                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(registry.DEMO_SKILLS))}",
                 )
-            roles = POLICIES[self.task.system].skills
+            roles = registry.DEMO_SKILLS[self.task.system].load()
             unknown = sorted(set(self.warmup.demo_skills) - set(roles))
             if unknown:
                 raise ConfigProblem(

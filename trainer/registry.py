@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from judges import named
+from mara_bench.core import named
 
 
 @dataclass(frozen=True)
@@ -29,26 +29,32 @@ class Named:
 
 
 METHODS: dict[str, Named] = {
-    "grpo": Named("trainer.methods.grpo:METHOD"),
-    "marsrl": Named("trainer.methods.marsrl:METHOD"),
-    "mars": Named("trainer.methods.mars:METHOD"),
-    "matpo": Named("trainer.methods.matpo:METHOD"),
-    "mask": Named("trainer.methods.mask:METHOD"),
+    "grpo": Named("mara_bench.trainer.methods.grpo:METHOD"),
+    "marsrl": Named("mara_bench.trainer.methods.marsrl:METHOD"),
+    "mars": Named("mara_bench.trainer.methods.mars:METHOD"),
+    "matpo": Named("mara_bench.trainer.methods.matpo:METHOD"),
+    "mask": Named("mara_bench.trainer.methods.mask:METHOD"),
 }
-"""The training methods (``trainer.methods``)."""
+"""The training methods (``mara_bench.trainer.methods``)."""
 
 ADVANTAGE_ESTIMATORS: dict[str, Named] = {
-    "grpo": Named("trainer.algorithms.estimators:grpo_advantages"),
-    "gae": Named("trainer.algorithms.estimators:gae_advantages", needs_critic=True),
+    "grpo": Named("mara_bench.trainer.algorithms.estimators:grpo_advantages"),
+    "gae": Named("mara_bench.trainer.algorithms.estimators:gae_advantages", needs_critic=True),
 }
-"""The advantage estimators (``trainer.algorithms.estimators``)."""
+"""The advantage estimators (``mara_bench.trainer.algorithms.estimators``)."""
 
-POLICY_LOSSES: dict[str, Named] = {"ppo": Named("trainer.algorithms.losses:policy_loss")}
+POLICY_LOSSES: dict[str, Named] = {"ppo": Named("mara_bench.trainer.algorithms.losses:policy_loss")}
 """``ppo``: the clipped surrogate with clip-higher and dual clip (every paper's loss here: MarsRL, MARS, MATPO
-and M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``trainer.algorithms.losses``)."""
+and M-ASK all train with it); its aggregation is ``algorithm.loss_mode`` (``mara_bench.trainer.algorithms.losses``)."""
+
+DEMO_SKILLS: dict[str, Named] = {
+    system: Named(f"mara_bench.trainer.demos.{system}:SKILLS") for system in ("vc", "mars", "matpo", "mask")
+}
+"""The systems with a demonstration policy for the cold start (``mara_bench.trainer.demos.POLICIES``), each with
+its roles' default skills: what a recipe's ``warmup`` is checked against."""
 
 
 def entry(registry: dict[str, Named], name: str, kind: str) -> Named:
-    """``registry[name]``; an unknown name raises ``judges.named``'s ValueError naming ``kind`` and the known
+    """``registry[name]``; an unknown name raises ``mara_bench.core.named``'s ValueError naming ``kind`` and the known
     names."""
     return named.lookup(registry, name, kind)

@@ -1,5 +1,5 @@
 """The recipe's ``task:`` section: which task trains (a factory, or a harness benchmark with its judge) and the LLM
-grader of an LLM-judge reward. Checked as the rest of the recipe is (``trainer.config``): every problem is one
+grader of an LLM-judge reward. Checked as the rest of the recipe is (``mara_bench.trainer.config``): every problem is one
 ``ConfigError`` line naming the key, raised when the recipe is loaded.
 """
 
@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
 
-from harness.typed_config import ConfigProblem, config_dataclass
+from mara_bench.core.typed_config import ConfigProblem, config_dataclass
 
 
 @config_dataclass
 class GraderConfig:
-    """The LLM grader of an LLM-judge reward (``trainer.algorithms.rewards``)."""
+    """The LLM grader of an LLM-judge reward (``mara_bench.trainer.algorithms.rewards``)."""
 
     model: StrictStr
     """An Inspect model string (``openai/gpt-4o-mini``, ``mockllm/model``, ``vllm/...``), or
@@ -33,18 +33,18 @@ class GraderConfig:
 
 @config_dataclass
 class TaskConfig:
-    factory: StrictStr = "trainer.tasks.toy:addition_task"
+    factory: StrictStr = "mara_bench.trainer.tasks.toy:addition_task"
     """``module:function`` returning the task (its ``items`` and ``reward(item, episode)``)."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the factory."""
     system: StrictStr = "direct"
-    """The harness system that runs each rollout (``harness.systems``), the same code as evaluation."""
+    """The harness system that runs each rollout (``mara_bench.harness.systems``), the same code as evaluation."""
     system_options: dict[str, Any] = Field(default_factory=dict)
     """Options passed to the system's ``run``."""
     benchmark: StrictStr | list[StrictStr] | None = None
-    """Train on a harness benchmark (``harness.datasets``: ``musique``, ``nq``, ``hotpotqa``, ``aime2025``...) or a
+    """Train on a harness benchmark (``mara_bench.harness.datasets``: ``musique``, ``nq``, ``hotpotqa``, ``aime2025``...) or a
     list of them mixed (M-ASK trains on ``[nq, hotpotqa]``): items through the harness loader, prompts as the
-    evaluation task builds them, the judge's own code as the reward (``trainer.tasks.benchmark``). Null = the
+    evaluation task builds them, the judge's own code as the reward (``mara_bench.trainer.tasks.benchmark``). Null = the
     ``factory`` task."""
     data: StrictStr | None = None
     """The benchmark's local file or folder (a data folder holding every listed benchmark for a list; relative to
@@ -73,7 +73,7 @@ class TaskConfig:
                         name, "applies to a benchmark task only", "set task.benchmark or remove it"
                     )
             return self
-        from harness.datasets.specs import BENCHMARKS
+        from mara_bench.harness.datasets.specs import BENCHMARKS
 
         names = [self.benchmark] if isinstance(self.benchmark, str) else self.benchmark
         for name in names:
@@ -96,7 +96,7 @@ class TaskConfig:
                 BENCHMARKS[name].for_split(self.split)
             except ValueError as error:
                 raise ConfigProblem("split", str(error), "set split: null for the evaluation split") from None
-        if self.args or self.factory != "trainer.tasks.toy:addition_task":
+        if self.args or self.factory != "mara_bench.trainer.tasks.toy:addition_task":
             raise ConfigProblem(
                 "factory", "a task has either a benchmark or a factory", "remove factory and args"
             )
@@ -104,7 +104,7 @@ class TaskConfig:
 
     @model_validator(mode="after")
     def _system_and_its_options_exist(self) -> TaskConfig:
-        from harness.systems import get_system
+        from mara_bench.harness.systems import get_system
 
         try:
             spec = get_system(self.system)

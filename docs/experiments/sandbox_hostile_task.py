@@ -12,10 +12,10 @@ from pathlib import Path
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 
-from harness.retrieval import build_index
-from harness.systems import system_solver
-from harness.testing import scripted_model
-from judges.scorers import math_scorer
+from mara_bench.harness.retrieval import build_index
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.scorers import math_scorer
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "tools"))

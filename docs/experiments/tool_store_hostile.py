@@ -18,14 +18,14 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from harness.toolcache.keys import canonical_json, request_key, request_of
-from harness.toolcache.store import snapshot_digest
+from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of
+from mara_bench.harness.toolcache.store import snapshot_digest
 
 MIB = 2**20
 MEASURED = """
 import sys, time, tracemalloc
-from harness.cli import main
-from harness.toolcache import archive, local_store  # what the import loads, loaded before measuring
+from mara_bench.harness.cli import main
+from mara_bench.harness.toolcache import archive, local_store  # what the import loads, loaded before measuring
 tracemalloc.start()
 start = time.time()
 code = main(sys.argv[1:])

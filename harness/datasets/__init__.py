@@ -3,11 +3,11 @@ formats of its sources (``formats``), and the loader (``loader.load_benchmark``)
 the Hugging Face Hub, or the bundled samples.
 """
 
-from harness.datasets.files import MissingDataError
-from harness.datasets.formats import MalformedRowError
-from harness.datasets.hub import DatasetUnavailableError
-from harness.datasets.loader import SAMPLES, LoadedBenchmark, load_benchmark
-from harness.datasets.specs import BENCHMARKS, BenchmarkSpec, get_benchmark
+from mara_bench.harness.datasets.files import MissingDataError
+from mara_bench.harness.datasets.formats import MalformedRowError
+from mara_bench.harness.datasets.hub import DatasetUnavailableError
+from mara_bench.harness.datasets.loader import SAMPLES, LoadedBenchmark, load_benchmark
+from mara_bench.harness.datasets.specs import BENCHMARKS, BenchmarkSpec, get_benchmark
 
 __all__ = [
     "BENCHMARKS",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.formats import MalformedRowError
-from harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.datasets.formats import MalformedRowError
+from mara_bench.harness.datasets.specs import BenchmarkSpec
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 

@@ -6,7 +6,7 @@ each by name, sha256, row count and row shape (the first row's keys). A file is 
 sha256 is that of one of that benchmark's files, or when it has the row shape and the row count of one of its
 shared data files (an edited copy) and of none of this benchmark's. A shape alone decides nothing (the QA sets
 and the math sets share theirs), nor do the bundled samples' few rows.
-Rewrite the table after adding a file with ``python -m harness.datasets.fingerprints <data folder>``.
+Rewrite the table after adding a file with ``python -m mara_bench.harness.datasets.fingerprints <data folder>``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.datasets.files import file_sha256, read_rows
+from mara_bench.harness.datasets.files import file_sha256, read_rows
 
 KNOWN_FILES = "known_files.json"
 
@@ -43,7 +43,9 @@ class KnownFile:
 
 @cache
 def known_files() -> tuple[KnownFile, ...]:
-    table = json.loads(resources.files("harness.datasets").joinpath(KNOWN_FILES).read_text(encoding="utf-8"))
+    table = json.loads(
+        resources.files("mara_bench.harness.datasets").joinpath(KNOWN_FILES).read_text(encoding="utf-8")
+    )
     return tuple(
         KnownFile(
             entry["benchmark"],
@@ -87,8 +89,8 @@ def check_belongs(benchmark: str, path: Path, rows: list[Any], sha256: str, forc
 
 
 def _table(folder: Path) -> list[dict[str, Any]]:
-    from harness.datasets.loader import bundled_samples_path
-    from harness.datasets.specs import BENCHMARKS
+    from mara_bench.harness.datasets.loader import bundled_samples_path
+    from mara_bench.harness.datasets.specs import BENCHMARKS
 
     entries = []
     for name, spec in BENCHMARKS.items():
@@ -103,5 +105,5 @@ def _table(folder: Path) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    target = Path(str(resources.files("harness.datasets").joinpath(KNOWN_FILES)))
+    target = Path(str(resources.files("mara_bench.harness.datasets").joinpath(KNOWN_FILES)))
     target.write_text(json.dumps(_table(Path(sys.argv[1])), indent=1) + "\n", encoding="utf-8")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.datasets.specs import BenchmarkSpec
+from mara_bench.harness.datasets.specs import BenchmarkSpec
 
 
 class DatasetUnavailableError(RuntimeError):

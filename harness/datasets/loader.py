@@ -20,7 +20,7 @@ from typing import Any
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from harness.datasets.files import (
+from mara_bench.harness.datasets.files import (
     ChosenFile,
     MissingDataError,
     benchmark_files,
@@ -29,18 +29,24 @@ from harness.datasets.files import (
     find_benchmark_file,
     read_rows,
 )
-from harness.datasets.fingerprints import check_belongs
-from harness.datasets.formats import MalformedRowError, RowFormat, file_format, record_to_sample, row_source
-from harness.datasets.hub import hub_rows, resolved_revision
-from harness.datasets.specs import (
+from mara_bench.harness.datasets.fingerprints import check_belongs
+from mara_bench.harness.datasets.formats import (
+    MalformedRowError,
+    RowFormat,
+    file_format,
+    record_to_sample,
+    row_source,
+)
+from mara_bench.harness.datasets.hub import hub_rows, resolved_revision
+from mara_bench.harness.datasets.specs import (
     INSTRUCTION_KEY,
     QUESTION_TEMPLATE_KEY,
     BenchmarkSpec,
     RowFilter,
     get_benchmark,
 )
-from harness.invocation import user_path
-from harness.prompts import fill, load_prompt
+from mara_bench.harness.invocation import user_path
+from mara_bench.harness.prompts import fill, load_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +64,7 @@ class LoadedBenchmark:
 
 
 def bundled_samples_path(benchmark: str) -> Path:
-    return Path(str(resources.files("harness.datasets").joinpath(SAMPLES, f"{benchmark}.jsonl")))
+    return Path(str(resources.files("mara_bench.harness.datasets").joinpath(SAMPLES, f"{benchmark}.jsonl")))
 
 
 def parse_ids(ids: str | int | Sequence[str | int] | None) -> list[str] | None:
@@ -240,7 +246,7 @@ def load_benchmark(
     """The benchmark's samples (see the module docstring for the loader order) and their provenance; ``split``
     ``"train"`` reads its training split (``BenchmarkSpec.for_split``), ``None`` the evaluation split.
     ``data_file`` picks one of a data folder's candidate files by name; a local file holding another benchmark's
-    rows is refused unless ``force_data`` (``harness.datasets.fingerprints``)."""
+    rows is refused unless ``force_data`` (``mara_bench.harness.datasets.fingerprints``)."""
     spec = get_benchmark(benchmark).for_split(split)
     wanted = parse_ids(ids)
     chosen = _local_location(spec, data, data_file)

@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from harness.datasets.formats import FLASHRAG, QUESTION_ANSWER, VERL_PARQUET, RowFormat
-from judges.named import lookup
+from mara_bench.core.named import lookup
+from mara_bench.harness.datasets.formats import FLASHRAG, QUESTION_ANSWER, VERL_PARQUET, RowFormat
 
 RowFilter = Callable[[Mapping[str, Any]], bool]
 
@@ -43,7 +43,11 @@ def text_only(key: str) -> RowFilter:
 
 @cache
 def _gaia_text_ids() -> frozenset[str]:
-    text = resources.files("harness.datasets").joinpath("gaia_text_103_ids.txt").read_text(encoding="utf-8")
+    text = (
+        resources.files("mara_bench.harness.datasets")
+        .joinpath("gaia_text_103_ids.txt")
+        .read_text(encoding="utf-8")
+    )
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
@@ -155,7 +159,10 @@ def _declared() -> dict[str, BenchmarkSpec]:
     """Every ``BenchmarkSpec`` a task file declares, by name; one name declared twice raises."""
     package = importlib.import_module(TASK_PACKAGE)
     found: dict[str, BenchmarkSpec] = {}
-    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+    task_files = [
+        info for info in pkgutil.iter_modules(package.__path__) if not info.ispkg
+    ]  # not its subpackages
+    for module_info in sorted(task_files, key=lambda info: info.name):
         module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
         for value in vars(module).values():
             if isinstance(value, BenchmarkSpec):

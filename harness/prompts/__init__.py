@@ -1,10 +1,10 @@
 """Prompts as data files: ``load_prompt(name)`` reads ``<name>.txt`` and ``fill`` substitutes placeholders.
 
 The benchmarks' instructions lie here (``direct_math``); each system's role prompts lie in ``<system>/``, in the
-scheme and prompt sets of ``harness.prompts.sets`` (``load_prompt("vc/paper/verifier.system")``). Each file starts
+scheme and prompt sets of ``mara_bench.harness.prompts.sets`` (``load_prompt("vc/paper/verifier.system")``). Each file starts
 with one header line ``# Source: ...`` naming where the text comes from (paper appendix or official repository,
 kept verbatim) or saying it is ours; the prompt is everything after that line. Files are read by
-``judges.templates.read_prompt_file``, the reader the judge prompts use too (judges are the lower layer).
+``mara_bench.judges.templates.read_prompt_file``, the reader the judge prompts use too (judges are the lower layer).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from judges.templates import read_prompt_file
+from mara_bench.judges.templates import read_prompt_file
 
 PROMPT_DIR = Path(__file__).parent
 HEADER_PREFIX = "# Source:"

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from harness.prompts import HEADER_PREFIX, PROMPT_DIR, fill, load_prompt
-from harness.typed_config import ConfigError, did_you_mean
+from mara_bench.core.typed_config import ConfigError, did_you_mean
+from mara_bench.harness.prompts import HEADER_PREFIX, PROMPT_DIR, fill, load_prompt
 
 PROMPTS_OPTION = "prompts"
 """The option of every system with prompt sets that picks one (``-T prompts=compact``)."""

@@ -7,7 +7,7 @@ shares: ``submit`` queues a request and awaits its future, one worker task per e
 ``RequestBatcher`` is static batching: a batch is launched when the window closes, one batch runs at a time (the
 model is busy), and requests that arrive meanwhile form the next batch; every request of a batch resolves when
 the whole batch is done. A batch function's exception is raised to every request of that batch. The continuous
-(iteration-level) scheduler is ``harness.providers.scheduler.ContinuousBatcher``.
+(iteration-level) scheduler is ``mara_bench.harness.providers.scheduler.ContinuousBatcher``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from harness.providers.trace import RecentSizes
+from mara_bench.harness.providers.trace import RecentSizes
 
 Request = TypeVar("Request")
 Result = TypeVar("Result")

@@ -2,9 +2,9 @@
 
 This is the generation core shared by the ``local/`` Inspect provider and the trainer's rollout engine::
 
-    from harness.chat_template import render_prompt
-    from harness.providers.generation import generate
-    from harness.providers.sampling import Sampling
+    from mara_bench.harness.chat_template import render_prompt
+    from mara_bench.harness.providers.generation import generate
+    from mara_bench.harness.providers.sampling import Sampling
 
     prompt = render_prompt(tokenizer, [{"role": "user", "content": "2+2?"}])
     [done] = generate(model, tokenizer, [prompt], Sampling(max_tokens=64, temperature=0.6, top_p=0.95, seed=1))
@@ -12,15 +12,15 @@ This is the generation core shared by the ``local/`` Inspect provider and the tr
 
 * ``DecodeBatch`` is the decode engine: a running batch over one KV cache that rows join between steps and
   leave as soon as they finish; ``generate`` runs one batch of prompts through it to the end, and the
-  ``local/`` provider's continuous scheduler (``harness.providers.scheduler``) feeds it requests as they come.
-* Every row of a batch has its own ``Sampling`` (``harness.providers.sampling``), so unrelated requests share one
+  ``local/`` provider's continuous scheduler (``mara_bench.harness.providers.scheduler``) feeds it requests as they come.
+* Every row of a batch has its own ``Sampling`` (``mara_bench.harness.providers.sampling``), so unrelated requests share one
   forward pass; a seeded row gives the same tokens alone or in any batch.
 * ``logprobs[i]`` is the log-probability of ``response_ids[i]`` under the model's *unmodified* next-token
   distribution (temperature 1, no top-p/top-k): what a forward pass over prompt + response gives.
 * ``response_ids`` holds every sampled token, the end-of-sequence token included; ``text`` is the decoded
   completion without special tokens, cut before the first stop string (as vLLM and OpenAI report it).
 * A row whose ``Sampling`` names a LoRA ``adapter`` decodes through it; rows of different adapters of one peft
-  model share a forward pass (``harness.providers.adapter_rows``), each as it would decode alone.
+  model share a forward pass (``mara_bench.harness.providers.adapter_rows``), each as it would decode alone.
 * ``finish_reason`` is ``"stop"`` (end-of-sequence token or stop string) or ``"length"`` (``max_tokens`` reached,
   or the model's context ``max_model_len`` reached -- the row is then cut at the context end, never silently).
   A prompt that leaves no room for a single new token raises ``PromptTooLongError``.
@@ -36,9 +36,9 @@ from typing import Any, Literal
 
 import torch
 
-from harness.providers.adapter_rows import BASE, active_adapter, adapter_rows
-from harness.providers.kv_slots import OwnCache, SlotCache, cache_keyword, returned_cache
-from harness.providers.sampling import (
+from mara_bench.harness.providers.adapter_rows import BASE, active_adapter, adapter_rows
+from mara_bench.harness.providers.kv_slots import OwnCache, SlotCache, cache_keyword, returned_cache
+from mara_bench.harness.providers.sampling import (
     Sampling,
     choose_tokens,
     ends_with_stop,
@@ -46,7 +46,7 @@ from harness.providers.sampling import (
     row_generator,
     stop_token_ids,
 )
-from harness.providers.trace import RecentSizes
+from mara_bench.harness.providers.trace import RecentSizes
 
 
 class PromptTooLongError(ValueError):
@@ -145,7 +145,7 @@ class DecodeBatch:
     """Rows decoding together over one KV cache; rows join between steps (``admit``) and leave when they finish
     (or are ``drop``-ped), so the batch holds only unfinished rows.
 
-    The cache is a ``SlotCache`` (``harness.providers.kv_slots``): preallocated buffers in which every row owns
+    The cache is a ``SlotCache`` (``mara_bench.harness.providers.kv_slots``): preallocated buffers in which every row owns
     a slot, its tokens left-padded to end at the shared column ``hi``. ``admit`` prefills newcomers as their
     own left-padded batch and writes their keys and values into free slots (the running rows are not copied);
     ``step`` picks one token per row from the pending logits (one host transfer for the whole batch), retires

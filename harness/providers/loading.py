@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from harness.providers.resolve import CheckpointError, ResolvedCheckpoint
+from mara_bench.harness.providers.resolve import CheckpointError, ResolvedCheckpoint
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 
 @dataclass
 class LoadedModel:
-    """A model and tokenizer ready for ``harness.providers.generation.generate``."""
+    """A model and tokenizer ready for ``mara_bench.harness.providers.generation.generate``."""
 
     model: Any
     tokenizer: Any

@@ -2,17 +2,17 @@
 
 Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint to Inspect's own vLLM provider
 (a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
-``transformers`` in-process and gathers concurrent requests into batches (``harness.providers.batching``)
-generated with per-request sampling settings (``harness.providers.generation``). ``auto`` takes vLLM when it is
+``transformers`` in-process and gathers concurrent requests into batches (``mara_bench.harness.providers.batching``)
+generated with per-request sampling settings (``mara_bench.harness.providers.generation``). ``auto`` takes vLLM when it is
 installed, the checkpoint is not tiny and, given ``-M expected_tokens``, the job pays for vLLM's start-up
-(``harness.providers.backends``). The backends are
-``harness.providers.transformers_api`` and ``harness.providers.vllm_api``; the options are
-``harness.providers.local_options.LocalOptions``.
+(``mara_bench.harness.providers.backends``). The backends are
+``mara_bench.harness.providers.transformers_api`` and ``mara_bench.harness.providers.vllm_api``; the options are
+``mara_bench.harness.providers.local_options.LocalOptions``.
 
 The transformers backend schedules requests (``-M scheduler``) either ``continuous`` (the default;
-``harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
+``mara_bench.harness.providers.scheduler``): a running batch of up to ``batch_size`` rows that admits waiting requests and
 retires finished rows between decode steps, each request answered as soon as its own row ends; or ``static``
-(``harness.providers.batching``): batches gathered for ``batch_wait_ms`` and run to their longest row, one at a
+(``mara_bench.harness.providers.batching``): batches gathered for ``batch_wait_ms`` and run to their longest row, one at a
 time. A model whose KV cache cannot be merged across requests (sliding-window, hybrid or linear-attention
 layers) is batched statically, with a warning naming the reason. Both give every request the same tokens.
 
@@ -27,13 +27,13 @@ adapter into its base; default true), ``base`` (an adapter's base model), ``toke
 directory), ``chat_template`` (a Jinja file), ``enable_thinking`` (passed to the chat template),
 ``allow_download`` (fetch an HF id missing from the cache), ``return_token_ids`` (put ``prompt_ids``,
 ``response_ids`` and ``logprobs`` in every output's metadata: the ``Reply`` field names, which
-``harness.systems`` reads; transformers backend only).
+``mara_bench.harness.systems`` reads; transformers backend only).
 
 Creating the model checks the options, resolves the name and reads what can be read without loading
-(``harness.providers.loading.check_before_loading``); the weights load on the first call that needs them, since
+(``mara_bench.harness.providers.loading.check_before_loading``); the weights load on the first call that needs them, since
 Inspect creates models before it builds and checks the tasks (a mistyped ``-T`` then costs no load).
 
-Every ``local/`` model carries the ``CheckpointRecord`` of what its name resolved to (``harness.providers.provenance``:
+Every ``local/`` model carries the ``CheckpointRecord`` of what its name resolved to (``mara_bench.harness.providers.provenance``:
 path, run step, adapter, base, weights sha256), which the task's metadata records as ``resolved_checkpoint``.
 
 Replies keep ``<think>`` blocks in their text (systems strip them where they need to). Tools are rendered by the
@@ -52,14 +52,14 @@ from typing import Any
 
 from inspect_ai.model import GenerateConfig, ModelAPI
 
-from harness.prerequisites import one_line_errors
-from harness.providers.backends import choose_backend
-from harness.providers.loading import check_before_loading
-from harness.providers.local_options import BATCH_SIZE, LocalOptions
-from harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
-from harness.providers.resolve import resolve_checkpoint
-from harness.providers.transformers_api import TransformersModelAPI
-from harness.providers.vllm_api import vllm_model
+from mara_bench.harness.prerequisites import one_line_errors
+from mara_bench.harness.providers.backends import choose_backend
+from mara_bench.harness.providers.loading import check_before_loading
+from mara_bench.harness.providers.local_options import BATCH_SIZE, LocalOptions
+from mara_bench.harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
+from mara_bench.harness.providers.resolve import resolve_checkpoint
+from mara_bench.harness.providers.transformers_api import TransformersModelAPI
+from mara_bench.harness.providers.vllm_api import vllm_model
 
 
 @one_line_errors

@@ -1,4 +1,4 @@
-"""The ``-M`` options of ``local/`` models (``harness.providers.local_api`` documents each), checked when the model
+"""The ``-M`` options of ``local/`` models (``mara_bench.harness.providers.local_api`` documents each), checked when the model
 is created."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator
 
-from harness.typed_config import config_dataclass, validate
+from mara_bench.core.typed_config import config_dataclass, validate
 
 BATCH_SIZE = 16
 """Rows generated together unless ``-M batch_size`` or ``--max-connections`` says otherwise."""
@@ -15,10 +15,10 @@ BATCH_SIZE = 16
 
 @config_dataclass(frozen=True)
 class LocalOptions:
-    """The ``-M`` options of ``local/`` (see ``harness.providers.local_api``), checked when the model is created."""
+    """The ``-M`` options of ``local/`` (see ``mara_bench.harness.providers.local_api``), checked when the model is created."""
 
     backend: Literal["auto", "hf", "vllm"] = "auto"
-    """Generation engine: ``auto`` (``harness.providers.backends.choose_backend``: vLLM when installed, for
+    """Generation engine: ``auto`` (``mara_bench.harness.providers.backends.choose_backend``: vLLM when installed, for
     checkpoints of 100 MiB and more whose job pays for its start-up), ``hf`` or ``vllm``."""
     expected_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     """Tokens the job will generate (samples x epochs x max tokens), from which ``auto`` weighs vLLM's start-up

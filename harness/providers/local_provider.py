@@ -1,7 +1,7 @@
 """Registers the ``local/`` Inspect model provider: ``--model local/<dir | run dir | HF id | registered name>``.
 
 Importing this module is cheap; torch and transformers load when a ``local/`` model is first created. See
-``harness.providers.local_api`` for the ``-M`` options and ``harness.providers.resolve`` for name resolution.
+``mara_bench.harness.providers.local_api`` for the ``-M`` options and ``mara_bench.harness.providers.resolve`` for name resolution.
 """
 
 from inspect_ai.model import modelapi
@@ -9,6 +9,6 @@ from inspect_ai.model import modelapi
 
 @modelapi(name="local")
 def local():
-    from harness.providers.local_api import open_local_model
+    from mara_bench.harness.providers.local_api import open_local_model
 
     return open_local_model

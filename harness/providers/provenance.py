@@ -14,8 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from harness.packaged_models import read_origin
-from harness.providers.resolve import STEP_DIR, ResolvedCheckpoint
+from mara_bench.harness.packaged_models import read_origin
+from mara_bench.harness.providers.resolve import STEP_DIR, ResolvedCheckpoint
 
 RECORD_ATTRIBUTE = "resolved_checkpoint"
 """The attribute of a ``local/`` model's ``ModelAPI`` holding its ``CheckpointRecord`` (read by ``recorded``)."""

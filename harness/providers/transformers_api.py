@@ -1,6 +1,6 @@
 """``local/`` on ``transformers`` (``-M backend=hf``): the checkpoint loaded in-process, concurrent Inspect calls
-batched (``-M scheduler``: ``continuous`` through ``harness.providers.scheduler``, else ``static`` through
-``harness.providers.batching``) and generated with per-request sampling settings (``harness.providers.generation``).
+batched (``-M scheduler``: ``continuous`` through ``mara_bench.harness.providers.scheduler``, else ``static`` through
+``mara_bench.harness.providers.batching``) and generated with per-request sampling settings (``mara_bench.harness.providers.generation``).
 """
 
 from __future__ import annotations
@@ -24,22 +24,22 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from harness.chat_template import render_prompt, template_renders_tools
-from harness.providers.batching import RequestBatcher
-from harness.providers.generation import Completion, DecodeBatch, context_length, generate
-from harness.providers.kv_slots import unmergeable_cache_reason
-from harness.providers.loading import LoadedModel, default_device, load_checkpoint
-from harness.providers.local_options import LocalOptions
-from harness.providers.resolve import ResolvedCheckpoint
-from harness.providers.sampling import Sampling
-from harness.providers.scheduler import ContinuousBatcher, GenerationRequest
-from judges.inspect_compat import (
+from mara_bench.core.inspect_compat import (
     DEFAULT_MAX_TOKENS,
     JSON_SCHEMA_EXTENDED_FIELDS,
     HFHandler,
     emulate_reasoning_history,
     json_schema_dump,
 )
+from mara_bench.harness.chat_template import render_prompt, template_renders_tools
+from mara_bench.harness.providers.batching import RequestBatcher
+from mara_bench.harness.providers.generation import Completion, DecodeBatch, context_length, generate
+from mara_bench.harness.providers.kv_slots import unmergeable_cache_reason
+from mara_bench.harness.providers.loading import LoadedModel, default_device, load_checkpoint
+from mara_bench.harness.providers.local_options import LocalOptions
+from mara_bench.harness.providers.resolve import ResolvedCheckpoint
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.providers.scheduler import ContinuousBatcher, GenerationRequest
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``local/`` on vLLM: Inspect's own vLLM provider started on the resolved checkpoint (``-M backend=vllm``).
 
 The ``-M`` options become ``vllm serve`` arguments (``vllm_server_args``), the dtype always explicit
-(``harness.providers.loading.explicit_dtype``: vLLM's own ``auto`` runs a float32 checkpoint in bfloat16 on
+(``mara_bench.harness.providers.loading.explicit_dtype``: vLLM's own ``auto`` runs a float32 checkpoint in bfloat16 on
 its CPU build); the server listens on the loopback address only (Inspect's default is every address) and takes
 a key made for this run (Inspect's default is a fixed one). The provider reports the ``local/`` name the user
 gave, not the served base model's.
@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from inspect_ai.model import GenerateConfig, ModelAPI
 
-from harness.providers.loading import explicit_dtype
-from harness.providers.local_options import LocalOptions
-from harness.providers.resolve import ResolvedCheckpoint
-from judges.inspect_compat import VLLMAPI
+from mara_bench.core.inspect_compat import VLLMAPI
+from mara_bench.harness.providers.loading import explicit_dtype
+from mara_bench.harness.providers.local_options import LocalOptions
+from mara_bench.harness.providers.resolve import ResolvedCheckpoint
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.retrieval.corpus import Passage, RetrievalError, split_contents
-from harness.retrieval.store import Manifest, PassageStore
+from mara_bench.harness.retrieval.corpus import Passage, RetrievalError, split_contents
+from mara_bench.harness.retrieval.store import Manifest, PassageStore
 
 
 class RetrievalIndex(ABC):

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.corpus import RetrievalError
-from harness.retrieval.store import BM25_DIR, Manifest, PassageStore
+from mara_bench.harness.retrieval.base import RetrievalIndex
+from mara_bench.harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.store import BM25_DIR, Manifest, PassageStore
 
 if TYPE_CHECKING:
     from bm25s.tokenization import Tokenizer

@@ -11,12 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.retrieval.corpus import RetrievalError
-from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
-from harness.retrieval.faiss_build import EXACT_TYPE
-from harness.retrieval.importer import import_flashrag
-from harness.retrieval.index import build_index, load_index
-from harness.retrieval.store import Manifest
+from mara_bench.harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
+from mara_bench.harness.retrieval.faiss_build import EXACT_TYPE
+from mara_bench.harness.retrieval.importer import import_flashrag
+from mara_bench.harness.retrieval.index import build_index, load_index
+from mara_bench.harness.retrieval.store import Manifest
 
 KIND_CHOICES = {"e5": "dense", "dense": "dense", "bm25": "bm25"}
 

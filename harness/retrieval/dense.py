@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.corpus import RetrievalError
-from harness.retrieval.encoder import TextEncoder
-from harness.retrieval.faiss_build import (
+from mara_bench.harness.retrieval.base import RetrievalIndex
+from mara_bench.harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.encoder import TextEncoder
+from mara_bench.harness.retrieval.faiss_build import (
     EXACT_TYPE,
     RECALL_K,
     IndexQuality,
@@ -26,8 +26,8 @@ from harness.retrieval.faiss_build import (
     read_faiss,
     write_flat_codes,
 )
-from harness.retrieval.store import FAISS_INDEX, Manifest, PassageStore
-from harness.retrieval.vector_file import VectorFile
+from mara_bench.harness.retrieval.store import FAISS_INDEX, Manifest, PassageStore
+from mara_bench.harness.retrieval.vector_file import VectorFile
 
 SCRATCH_VECTORS = "vectors.f32.building"
 

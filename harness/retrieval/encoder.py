@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.corpus import RetrievalError
 
 DEFAULT_MODEL = "intfloat/e5-base-v2"
 QUERY_PREFIX = "query: "

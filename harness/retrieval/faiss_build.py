@@ -18,9 +18,9 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from harness.retrieval.corpus import RetrievalError
-from harness.retrieval.store import IndexQuality
-from harness.retrieval.vector_file import VectorFile
+from mara_bench.harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.store import IndexQuality
+from mara_bench.harness.retrieval.vector_file import VectorFile
 
 EXACT_TYPE = "Flat"
 RECALL_K = 10

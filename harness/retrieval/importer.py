@@ -16,11 +16,18 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.corpus import RetrievalError, split_contents
-from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
-from harness.retrieval.faiss_build import RECALL_K
-from harness.retrieval.store import BM25_DIR, FAISS_INDEX, IndexQuality, Manifest, building, link_corpus
+from mara_bench.harness.retrieval.base import RetrievalIndex
+from mara_bench.harness.retrieval.corpus import RetrievalError, split_contents
+from mara_bench.harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX
+from mara_bench.harness.retrieval.faiss_build import RECALL_K
+from mara_bench.harness.retrieval.store import (
+    BM25_DIR,
+    FAISS_INDEX,
+    IndexQuality,
+    Manifest,
+    building,
+    link_corpus,
+)
 
 BM25_FILES = (
     "params.index.json",
@@ -121,7 +128,7 @@ def import_flashrag(
 ) -> Manifest:
     """Make ``out`` an index directory serving FlashRAG's ``corpus`` with its ``faiss_index`` (dense, embedded by
     ``model``) or its ``bm25_dir``, linked in place; returns the manifest. Exactly one of the two is given."""
-    from harness.retrieval.index import load_index
+    from mara_bench.harness.retrieval.index import load_index
 
     if (faiss_index is None) == (bm25_dir is None):
         raise RetrievalError("give exactly one of --faiss INDEX_FILE or --bm25 BM25_DIR")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from harness.retrieval import bm25, dense
-from harness.retrieval.base import RetrievalIndex
-from harness.retrieval.corpus import RetrievalError
-from harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX, TextEncoder
-from harness.retrieval.faiss_build import EXACT_TYPE, new_index
-from harness.retrieval.store import IndexKind, Manifest, building, copy_corpus
+from mara_bench.harness.retrieval import bm25, dense
+from mara_bench.harness.retrieval.base import RetrievalIndex
+from mara_bench.harness.retrieval.corpus import RetrievalError
+from mara_bench.harness.retrieval.encoder import DEFAULT_MODEL, PASSAGE_PREFIX, QUERY_PREFIX, TextEncoder
+from mara_bench.harness.retrieval.faiss_build import EXACT_TYPE, new_index
+from mara_bench.harness.retrieval.store import IndexKind, Manifest, building, copy_corpus
 
 KINDS: tuple[IndexKind, ...] = ("dense", "bm25")
 PARSE_DIMENSION = 3840

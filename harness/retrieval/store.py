@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Literal
 import numpy as np
 from tqdm import tqdm
 
-from harness.retrieval.corpus import RetrievalError, iter_corpus
+from mara_bench.harness.retrieval.corpus import RetrievalError, iter_corpus
 
 MANIFEST = "manifest.json"
 PASSAGES = "passages.jsonl"

@@ -12,18 +12,18 @@ from typing import Any
 
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from harness.accounting import record_account
-from harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
-from harness.prompts import fill
-from harness.systems import direct, mars, mask, matpo, react, vc
-from harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
-from harness.systems.options import check_options, option_names
-from harness.systems.types import Chat, Episode, Toolbox
-from harness.toolcache.counts import counting
-from harness.tools.settings import ToolSettings
-from harness.typed_config import ConfigError, did_you_mean
-from judges.inspect_compat import active_generate_config
-from judges.named import lookup
+from mara_bench.core.episodes import Chat, Episode, Toolbox
+from mara_bench.core.inspect_compat import active_generate_config
+from mara_bench.core.named import lookup
+from mara_bench.core.typed_config import ConfigError, did_you_mean
+from mara_bench.harness.accounting import record_account
+from mara_bench.harness.datasets.specs import INSTRUCTION_KEY, QUESTION_TEMPLATE_KEY
+from mara_bench.harness.prompts import fill
+from mara_bench.harness.systems import direct, mars, mask, matpo, react, vc
+from mara_bench.harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
+from mara_bench.harness.systems.options import check_options, option_names
+from mara_bench.harness.toolcache.counts import counting
+from mara_bench.harness.tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def register(spec: SystemSpec) -> SystemSpec:
 
 
 TOOL_SETTINGS = tuple(f.name for f in dataclasses.fields(ToolSettings) if f.name != "environ")
-"""Options that configure the tools (passed to ``harness.tools.build_toolbox``) for systems that use tools."""
+"""Options that configure the tools (passed to ``mara_bench.harness.tools.build_toolbox``) for systems that use tools."""
 
 register(SystemSpec(name="direct", run=direct.run, roles=(direct.ROLE,)))
 register(
@@ -135,7 +135,7 @@ def build_toolbox(spec: SystemSpec, settings: dict[str, Any]) -> Toolbox:
     chosen = spec.choose_tools(settings.pop(TOOLS_OPTION, None))
     if not spec.tools:
         return Toolbox()
-    from harness.tools.toolbox import build_toolbox as build_tools
+    from mara_bench.harness.tools.toolbox import build_toolbox as build_tools
 
     return build_tools([*chosen, *spec.helper_tools], **settings)
 
@@ -146,7 +146,7 @@ def tool_cache_summary(spec: SystemSpec, tool_settings: dict[str, Any]) -> dict[
     settings = ToolSettings.from_options({k: v for k, v in tool_settings.items() if k != TOOLS_OPTION})
     if not spec.tools or settings.tool_cache == "off":
         return None
-    from harness.toolcache import ToolCache, open_store
+    from mara_bench.harness.toolcache import ToolCache, open_store
 
     store = open_store(settings.tool_store_location(), create=False)
     return ToolCache(store, settings.tool_snapshot, settings.tool_cache).summary()
@@ -158,7 +158,7 @@ def index_record(spec: SystemSpec, settings: dict[str, Any]) -> dict[str, Any] |
     chosen = spec.choose_tools(settings.pop(TOOLS_OPTION, None))
     if not spec.tools:
         return None
-    from harness.tools.toolbox import corpus_index_record
+    from mara_bench.harness.tools.toolbox import corpus_index_record
 
     return corpus_index_record([*chosen, *spec.helper_tools], **settings)
 
@@ -175,7 +175,7 @@ def sample_options(
 ) -> dict[str, Any]:
     """The options one sample's run gets: ``options``, plus the sample's answer-format instruction (metadata
     ``instruction``, set by the benchmark loader) as ``system_prompt`` when the system takes one and none was
-    given. Evaluation (``system_solver``) and training (``trainer.tasks.benchmark``) both build a run this way."""
+    given. Evaluation (``system_solver``) and training (``mara_bench.trainer.tasks.benchmark``) both build a run this way."""
     if _gets_instruction(spec, options, metadata):
         return {**options, "system_prompt": (metadata or {})[INSTRUCTION_KEY]}
     return dict(options)

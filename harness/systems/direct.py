@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.systems.types import Chat, Episode, EpisodeRecorder, Toolbox
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Toolbox
 
 ROLE = "solver"
 

@@ -35,9 +35,9 @@ from inspect_ai.model import (
 from inspect_ai.solver import TaskState
 from inspect_ai.util import Store, span
 
-from harness.systems.types import Episode, FinishReason, Message, Reply
-from judges.inspect_compat import active_generate_config
-from judges.response import store_key
+from mara_bench.core.episodes import Episode, FinishReason, Message, Reply
+from mara_bench.core.inspect_compat import active_generate_config
+from mara_bench.judges.response import store_key
 
 EPISODE_KEY = "episode"
 """Store key of the Episode as JSON text (``Episode.to_dict()``); read it with ``stored_episode``."""
@@ -139,7 +139,7 @@ def store_episode(state: TaskState, episode: Episode) -> None:
     """Put the Episode and its other named answers on the sample, and make the final answer the sample's output.
 
     The final answer is not stored a second time under ``answer.final``: it is in the Episode, and the sample's
-    output is where the judges read it (``judges.response.response_to_judge``)."""
+    output is where the judges read it (``mara_bench.judges.response.response_to_judge``)."""
     state.store.set(EPISODE_KEY, json.dumps(episode.to_dict(), ensure_ascii=False))
     for name, answer in episode.answers.items():
         state.store.set(store_key(name), answer)

@@ -5,11 +5,11 @@ appendix C.2). Ablation ``sys1=False`` hands System 2 the raw outputs -- the pag
 
 Pages: a search or scholar call reads the page behind each of its results (up to 10 per query, 5 papers per scholar
 query: the tools' ``k``) with the ``browse`` tool, all at once; a page that cannot be read leaves the result's
-snippet (``harness.tools.pages``). ``pages=False`` packs the snippets only. Any other tool output is one document.
+snippet (``mara_bench.harness.tools.pages``). ``pages=False`` packs the snippets only. Any other tool output is one document.
 
 Budgets (appendix C, table 7): ``sys1_budget`` is System 1's prompt length (23,552 tokens); each bin holds what is
 left after System 1's own prompt framing, measured with System 1's tokenizer when the model behind it exposes one
-(``harness.systems.tokens``). ``s1_max_tokens`` / ``s2_max_tokens`` cap each system's response (8,192 / 28,672 in
+(``mara_bench.harness.systems.tokens``). ``s1_max_tokens`` / ``s2_max_tokens`` cap each system's response (8,192 / 28,672 in
 the ``mars`` protocol). ``-T tools=`` picks System 2's tools (table 4); ``browse`` is never offered to System 2.
 
 Prompts (``harness/prompts/mars/``): the paper's verbatim ones by default (``prompts="paper"``: appendix E.1,
@@ -23,16 +23,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.binpack import first_fit_decreasing
-from harness.prompts import fill
-from harness.prompts.sets import prompt_choice, prompt_set
-from harness.systems.options import AtLeastOne
-from harness.systems.outcomes import DistillOutcome, MarsSetup
-from harness.systems.parsing import strip_thinking
-from harness.systems.tokens import TokenMeter, token_meter
-from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
-from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
-from harness.tools.pages import Document, read_pages
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+from mara_bench.harness.binpack import first_fit_decreasing
+from mara_bench.harness.prompts import fill
+from mara_bench.harness.prompts.sets import prompt_choice, prompt_set
+from mara_bench.harness.systems.options import AtLeastOne
+from mara_bench.harness.systems.outcomes import DistillOutcome, MarsSetup
+from mara_bench.harness.systems.parsing import strip_thinking
+from mara_bench.harness.systems.tokens import TokenMeter, token_meter
+from mara_bench.harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
+from mara_bench.harness.tools.pages import Document, read_pages
 
 SYSTEM2 = "system2"
 SYSTEM1 = "system1"

@@ -8,13 +8,13 @@ plan → loop ≤ ``max_iterations``: search emits ``<search>q</search>`` or ``<
 turn's prediction is in ``episode.intermediate_answers``; the Plan agent's prediction is always recorded as turn 0.
 Ablation ``kma=False`` drops the summary and update agents: each query and its raw documents are appended to the
 trajectory (table 3, "w/o KMA"). Every agent's reply is read as M-ASK's released ``parse_response`` reads it
-(``harness.systems.mask_parse``): an update reply outside the strict format is applied as an Add and marked
+(``mara_bench.harness.systems.mask_parse``): an update reply outside the strict format is applied as an Add and marked
 ``"invalid"`` in the call's meta; a search reply with neither tag searches for a query cut from its first line.
 Three released behaviours are switches, off by default: ``empty_query="released"`` searches an empty
 ``<search></search>`` (else it ends the loop, ``"invalid"``), ``answer_inference="released"`` lets an Answer reply
 without an answer take the released "largest number" guess, and ``step_numbers="released"`` keeps the plan's own
 step numbers (``t1``, ``t3``) where ours renumbers 1..n. Every call's meta says whether its reply
-is in the strict format of M-ASK's released code (``FormatCheck``; the checks: ``harness.systems.mask_format``),
+is in the strict format of M-ASK's released code (``FormatCheck``; the checks: ``mara_bench.harness.systems.mask_format``),
 which its training code penalises.
 
 ``plan_reset`` (off by default) does what the released training loop does after the Plan agent
@@ -37,9 +37,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
-from harness.systems.mask_format import legal_format
-from harness.systems.mask_parse import (
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+from mara_bench.harness.prompts.sets import PromptSet, prompt_choice, prompt_set
+from mara_bench.harness.systems.mask_format import legal_format
+from mara_bench.harness.systems.mask_parse import (
     AnswerInference,
     EmptyQuery,
     StepNumbers,
@@ -49,8 +50,8 @@ from harness.systems.mask_parse import (
     search_action,
     update_operation,
 )
-from harness.systems.options import NonNegative
-from harness.systems.outcomes import (
+from mara_bench.harness.systems.options import NonNegative
+from mara_bench.harness.systems.outcomes import (
     FormatCheck,
     IntermediateAnswer,
     MaskOutcome,
@@ -58,8 +59,7 @@ from harness.systems.outcomes import (
     SearchOutcome,
     UpdateOutcome,
 )
-from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
-from harness.tools.output import ToolText
+from mara_bench.harness.tools.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"
 ROLES = (PLAN, SEARCH, SUMMARY, UPDATE, ANSWER)

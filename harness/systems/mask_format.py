@@ -1,6 +1,6 @@
 """M-ASK's released format checks: whether each agent's reply is in its strict format (the ``is_legal_format`` flag
 of the ``parse_response`` methods in chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b,
-``qa_manager/base_agent.py``), which the released trainer turns into a -1 reward (``trainer.methods.mask``).
+``qa_manager/base_agent.py``), which the released trainer turns into a -1 reward (``mara_bench.trainer.methods.mask``).
 
 Tags match case-insensitively, as there; whitespace alone never makes a reply illegal. Per role:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.systems.parsing import strip_thinking
+from mara_bench.harness.systems.parsing import strip_thinking
 
 MAX_PLAN_STEPS = 5
 """``PlanningAgent.parse_response`` rule 3: the number of sub-questions is at most 5."""

@@ -1,7 +1,7 @@
 """The values M-ASK's agents read from their replies, as the released ``parse_response`` methods read them
 (``PlanningAgent``, ``SearchAgent``, ``SummaryAgent``, ``UpdateAgent``, ``AnswerAgent`` in qa_manager/base_agent.py,
 chenyiqun/M-ASK@2296e4caddcf6300688d914fac37c83d3cd1977b), reimplemented from their rules; whether a reply is in
-the strict format is ``harness.systems.mask_format``'s. Tags match in any case; of several blocks the first counts.
+the strict format is ``mara_bench.harness.systems.mask_format``'s. Tags match in any case; of several blocks the first counts.
 
 * plan: the ``<qN>``/``<aN>`` blocks paired by number, in number order (a missing sub-question is "", a missing
   sub-answer "unkown", the released spelling); without any, every line holding a colon is one step (the text before
@@ -38,8 +38,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.systems.mask_format import update_legal
-from harness.systems.parsing import THINK_END, strip_thinking
+from mara_bench.harness.systems.mask_format import update_legal
+from mara_bench.harness.systems.parsing import THINK_END, strip_thinking
 
 UNKNOWN = "unkown"
 """The released code's placeholder for a missing sub-answer or answer (its spelling)."""

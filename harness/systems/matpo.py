@@ -40,13 +40,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.prompts import fill
-from harness.prompts.sets import PromptSet, prompt_choice, prompt_set
-from harness.systems.options import AtLeastOne
-from harness.systems.outcomes import MatpoOutcome, PlannerOutcome, WorkerOutcome
-from harness.systems.parsing import last_boxed, strip_thinking
-from harness.systems.tokens import TokenMeter, token_meter
-from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
+from mara_bench.harness.prompts import fill
+from mara_bench.harness.prompts.sets import PromptSet, prompt_choice, prompt_set
+from mara_bench.harness.systems.options import AtLeastOne
+from mara_bench.harness.systems.outcomes import MatpoOutcome, PlannerOutcome, WorkerOutcome
+from mara_bench.harness.systems.parsing import last_boxed, strip_thinking
+from mara_bench.harness.systems.tokens import TokenMeter, token_meter
 
 PLANNER = "planner"
 WORKER = "worker"

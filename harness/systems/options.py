@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, create_model
 
-from harness.typed_config import validate
+from mara_bench.core.typed_config import validate
 
 AtLeastOne = Annotated[int, Field(ge=1)]
 """An option counting something that must happen at least once."""

@@ -3,7 +3,7 @@ harness's stored logs).
 
 Each system writes its outcome fields through one of these classes, and every reader reads them back through the
 same class -- never by string key. The fields are stored as plain data in ``meta`` (``ModelCall.meta`` per call,
-``Episode.meta`` per episode; ``harness.systems.types``), since Episodes are serialised.
+``Episode.meta`` per episode; ``mara_bench.core.episodes``), since Episodes are serialised.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class SolverOutcome(Outcome):
-    """A V-C Solver call (``harness.systems.vc``)."""
+    """A V-C Solver call (``mara_bench.harness.systems.vc``)."""
 
     attempt: int = 0
     """Which try this is (a truncated Solver reply is retried up to ``solver_attempts`` times)."""
@@ -161,7 +161,7 @@ class SearchOutcome(Outcome):
 
     action: Literal["search", "end", "invalid"]
     """``search`` (a sub-query, the released fallback's included), ``end`` (``<end>``, or no fallback query) or
-    ``invalid`` (an empty ``<search></search>``: ends the loop too; ``harness.systems.mask_parse``)."""
+    ``invalid`` (an empty ``<search></search>``: ends the loop too; ``mara_bench.harness.systems.mask_parse``)."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ class FormatCheck(Outcome):
     """An M-ASK call's format (read by M-ASK's format penalty, ``algorithm.mask.format_penalty``)."""
 
     legal_format: bool
-    """Whether the reply is in the released code's strict format for its role (``harness.systems.mask_format``)."""
+    """Whether the reply is in the released code's strict format for its role (``mara_bench.harness.systems.mask_format``)."""
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.prompts import fill, load_prompt
-from harness.systems.options import AtLeastOne
-from harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
-from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall, Toolbox
+from mara_bench.harness.prompts import fill, load_prompt
+from mara_bench.harness.systems.options import AtLeastOne
+from mara_bench.harness.systems.toolloop import ToolRequest, raw_result, tool_description, tool_loop
 
 ROLE = "agent"
 TOOLS = ("search", "scholar", "browse", "python")

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.prompts import fill, load_prompt
-from harness.systems.outcomes import ToolLoopOutcome
-from harness.systems.parsing import last_tag, tag_blocks
-from harness.systems.types import EpisodeRecorder, Message, ModelCall, ToolCall
+from mara_bench.core.episodes import EpisodeRecorder, Message, ModelCall, ToolCall
+from mara_bench.harness.prompts import fill, load_prompt
+from mara_bench.harness.systems.outcomes import ToolLoopOutcome
+from mara_bench.harness.systems.parsing import last_tag, tag_blocks
 
 TOOL_DESCRIPTIONS = {
     "search": 'web search; arguments {"query": "..."} or several queries at once {"query": ["...", "..."]}',

@@ -20,7 +20,7 @@ of ours for tiny offline models (``harness/prompts/vc/compact/``), same output f
 
 One public function per agent step (``ask_solver``, ``ask_verifier``, ``ask_corrector``) builds that agent's prompt
 and records its call; ``run`` chains them, and MarsRL's grouped training rollouts
-(``trainer.methods.marsrl_rollout``) branch over the same steps.
+(``mara_bench.trainer.methods.marsrl_rollout``) branch over the same steps.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.prompts.sets import prompt_choice, prompt_set
-from harness.systems.options import AtLeastOne, NonNegative
-from harness.systems.outcomes import SolverOutcome, VCOutcome, VerifierOutcome
-from harness.systems.parsing import strip_thinking
-from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Message, ModelCall, Toolbox
+from mara_bench.harness.prompts.sets import prompt_choice, prompt_set
+from mara_bench.harness.systems.options import AtLeastOne, NonNegative
+from mara_bench.harness.systems.outcomes import SolverOutcome, VCOutcome, VerifierOutcome
+from mara_bench.harness.systems.parsing import strip_thinking
 
 SOLVER = "solver"
 VERIFIER = "verifier"

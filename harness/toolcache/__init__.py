@@ -7,10 +7,10 @@ large one may be; ``blobs`` compresses and (under a cap, hash checked) inflates 
 as one tar file, trusting nothing in it; ``cli`` is ``mara tools``. See docs/tool-cache.md.
 """
 
-from harness.toolcache.cached import ToolCache, open_cache
-from harness.toolcache.counts import COUNT_KEYS, CacheCounts, counting
-from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
-from harness.toolcache.variants import tool_variant
+from mara_bench.harness.toolcache.cached import ToolCache, open_cache
+from mara_bench.harness.toolcache.counts import COUNT_KEYS, CacheCounts, counting
+from mara_bench.harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store
+from mara_bench.harness.toolcache.variants import tool_variant
 
 __all__ = [
     "COUNT_KEYS",

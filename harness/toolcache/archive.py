@@ -31,9 +31,10 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from harness.toolcache.blobs import PIECE, BlobProblem, deflate, deflated_limit, inflate
-from harness.toolcache.keys import HASH, check_hash, check_name, recorded_request_problem
-from harness.toolcache.store import (
+from mara_bench.core.typed_config import config_dataclass, validate
+from mara_bench.harness.toolcache.blobs import PIECE, BlobProblem, deflate, deflated_limit, inflate
+from mara_bench.harness.toolcache.keys import HASH, check_hash, check_name, recorded_request_problem
+from mara_bench.harness.toolcache.store import (
     MAX_RESPONSE_BYTES,
     Entry,
     ResponseStore,
@@ -42,8 +43,7 @@ from harness.toolcache.store import (
     safe_name,
     snapshot_digest,
 )
-from harness.toolcache.variants import response_limit
-from harness.typed_config import config_dataclass, validate
+from mara_bench.harness.toolcache.variants import response_limit
 
 FORMAT = "mara-tool-snapshot"
 VERSION = 2

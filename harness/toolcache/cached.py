@@ -30,12 +30,12 @@ import logging
 import threading
 from typing import Any, Literal
 
-from harness.systems.types import ToolError, ToolFunction, TransientToolError
-from harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
-from harness.toolcache.keys import canonical_json, request_key, request_of
-from harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError, open_store
-from harness.toolcache.variants import response_limit
-from harness.tools.output import ToolText
+from mara_bench.core.episodes import ToolError, ToolFunction, TransientToolError
+from mara_bench.harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
+from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of
+from mara_bench.harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError, open_store
+from mara_bench.harness.toolcache.variants import response_limit
+from mara_bench.harness.tools.output import ToolText
 
 Mode = Literal["off", "record", "replay", "replay-or-record"]
 logger = logging.getLogger(__name__)

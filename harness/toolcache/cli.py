@@ -15,11 +15,11 @@ import argparse
 import os
 import sys
 
-from harness.invocation import user_path
-from harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
-from harness.toolcache.keys import SAFE_NAME
-from harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store, safe_name
-from harness.tools.settings import TOOL_STORE_ENV, ToolSettings
+from mara_bench.harness.invocation import user_path
+from mara_bench.harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
+from mara_bench.harness.toolcache.keys import SAFE_NAME
+from mara_bench.harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store, safe_name
+from mara_bench.harness.tools.settings import TOOL_STORE_ENV, ToolSettings
 
 
 def _parser() -> argparse.ArgumentParser:

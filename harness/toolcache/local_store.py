@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.toolcache.keys import canonical_json
-from harness.toolcache.store import (
+from mara_bench.harness.toolcache.keys import canonical_json
+from mara_bench.harness.toolcache.store import (
     INDEX_FILE,
     Entry,
     ResponseStore,

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from harness.redaction import redact_text, redact_url
-from harness.toolcache.keys import canonical_json
-from harness.toolcache.store import (
+from mara_bench.harness.redaction import redact_text, redact_url
+from mara_bench.harness.toolcache.keys import canonical_json
+from mara_bench.harness.toolcache.store import (
     Entry,
     ResponseStore,
     Snapshot,

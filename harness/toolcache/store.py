@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.toolcache.blobs import BlobProblem, deflate, inflate
-from harness.toolcache.keys import UnsafeName, check_hash, check_name, recorded_request_problem
-from harness.tools.settings import ToolConfigError
+from mara_bench.harness.toolcache.blobs import BlobProblem, deflate, inflate
+from mara_bench.harness.toolcache.keys import UnsafeName, check_hash, check_name, recorded_request_problem
+from mara_bench.harness.tools.settings import ToolConfigError
 
 INDEX_FILE = "index.sqlite"
 BLOB_DIR = "blobs"
@@ -106,7 +106,7 @@ def is_local(location: str) -> bool:
 def open_store(location: str, *, create: bool, max_bytes: int | None = None) -> ResponseStore:
     """The store at ``location`` (folder or fsspec URL); ``create``: make it when absent, else ``StoreError``."""
     if is_local(location):
-        from harness.toolcache.local_store import LocalStore
+        from mara_bench.harness.toolcache.local_store import LocalStore
 
         return LocalStore(Path(location.removeprefix("file://")), create=create, max_bytes=max_bytes)
     if max_bytes is not None:
@@ -114,7 +114,7 @@ def open_store(location: str, *, create: bool, max_bytes: int | None = None) -> 
             f"tool store {location}: tool_store_max_mb bounds local stores only; drop it and bound the bucket "
             "with its own lifecycle rules"
         )
-    from harness.toolcache.remote_store import RemoteStore
+    from mara_bench.harness.toolcache.remote_store import RemoteStore
 
     return RemoteStore(location, create=create)
 

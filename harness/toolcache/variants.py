@@ -15,8 +15,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from harness.toolcache.store import MAX_RESPONSE_BYTES
-from harness.tools.settings import ToolConfigError, ToolSettings
+from mara_bench.harness.toolcache.store import MAX_RESPONSE_BYTES
+from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
 
 SHAPING_SETTINGS: dict[str, tuple[str, ...]] = {
     "search": ("search_backend", "k", "blocklist"),
@@ -50,7 +50,7 @@ def index_identity(path: str | None, tool: str) -> str | None:
     name; ``None`` without an index (the live tool refuses to build then)."""
     if not path:
         return None
-    from harness.retrieval.store import (
+    from mara_bench.harness.retrieval.store import (
         MANIFEST as INDEX_MANIFEST,
     )  # only corpus tools load the retrieval code
 

@@ -8,10 +8,10 @@
 Tool arguments: ``search(query)``, ``retrieve(query)``, ``scholar(query)`` -- ``query`` is a string or a list of
 up to ``max_queries`` strings; ``browse(url)``; ``python(code)``. Every tool returns text for the agent; search,
 retrieve, scholar and browse return a ``ToolText`` whose ``documents`` are the separate results/pages. Web results
-pass the leak blocklist; failures raise ``harness.systems.types.ToolError``. Settings: ``ToolSettings``.
+pass the leak blocklist; failures raise ``mara_bench.core.episodes.ToolError``. Settings: ``ToolSettings``.
 
-The names below load on first use (``harness.tools.toolbox`` builds the tools, each tool's module imported when
-that tool is built), so importing ``harness.tools`` or one of its light modules loads no web or retrieval stack.
+The names below load on first use (``mara_bench.harness.tools.toolbox`` builds the tools, each tool's module imported when
+that tool is built), so importing ``mara_bench.harness.tools`` or one of its light modules loads no web or retrieval stack.
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.tools.blocklist import DEFAULT_BLOCKLIST, Blocklist
-    from harness.tools.output import Hit, ToolText, tool_documents
-    from harness.tools.settings import ToolConfigError, ToolSettings
-    from harness.tools.toolbox import TOOL_NAMES, build_toolbox
+    from mara_bench.harness.tools.blocklist import DEFAULT_BLOCKLIST, Blocklist
+    from mara_bench.harness.tools.output import Hit, ToolText, tool_documents
+    from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
+    from mara_bench.harness.tools.toolbox import TOOL_NAMES, build_toolbox
 
 _HOMES = {
-    "DEFAULT_BLOCKLIST": "harness.tools.blocklist",
-    "Blocklist": "harness.tools.blocklist",
-    "Hit": "harness.tools.output",
-    "ToolText": "harness.tools.output",
-    "tool_documents": "harness.tools.output",
-    "ToolConfigError": "harness.tools.settings",
-    "ToolSettings": "harness.tools.settings",
-    "TOOL_NAMES": "harness.tools.toolbox",
-    "build_toolbox": "harness.tools.toolbox",
+    "DEFAULT_BLOCKLIST": "mara_bench.harness.tools.blocklist",
+    "Blocklist": "mara_bench.harness.tools.blocklist",
+    "Hit": "mara_bench.harness.tools.output",
+    "ToolText": "mara_bench.harness.tools.output",
+    "tool_documents": "mara_bench.harness.tools.output",
+    "ToolConfigError": "mara_bench.harness.tools.settings",
+    "ToolSettings": "mara_bench.harness.tools.settings",
+    "TOOL_NAMES": "mara_bench.harness.tools.toolbox",
+    "build_toolbox": "mara_bench.harness.tools.toolbox",
 }
 
 

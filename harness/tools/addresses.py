@@ -5,7 +5,7 @@ cloud metadata endpoint. ``resolve`` looks a host up once and refuses it if ANY 
 private (RFC 1918), carrier-grade NAT shared space, link-local, unique-local IPv6, a cloud metadata endpoint
 (169.254.169.254, fd00:ec2::254, 100.100.100.200), multicast, unspecified, reserved or otherwise not
 globally routable -- IPv4-mapped and 6to4 IPv6 addresses are judged by the IPv4 address they carry. The caller
-connects to the returned address itself (``harness.tools.web`` pins the connection to it), so a DNS answer that
+connects to the returned address itself (``mara_bench.harness.tools.web`` pins the connection to it), so a DNS answer that
 changes between the check and the connection (DNS rebinding) cannot slip through. ``allow_private`` (the
 ``browse_allow_private`` setting, for local testing) skips the check but keeps the pinning.
 """

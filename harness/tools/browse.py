@@ -2,7 +2,7 @@
 
 Only public addresses are fetched: every hop's host is resolved and refused if it is loopback, private,
 link-local, unique-local, multicast or a cloud metadata endpoint, and the connection goes to the checked address
-(``harness.tools.addresses``; ``browse_allow_private`` lifts this for local testing).
+(``mara_bench.harness.tools.addresses``; ``browse_allow_private`` lifts this for local testing).
 Pages on the leak blocklist are refused (also after redirects), and so is any answer larger than
 ``browse_max_bytes`` (its download stops there). HTML is decoded by its HTTP or ``<meta>`` charset and reduced to
 its main text (trafilatura); plain text and JSON are returned as they are. A PDF -- sent as ``application/pdf``,
@@ -10,7 +10,7 @@ or recognised by its ``%PDF-`` magic bytes whatever the content type (servers of
 ``application/octet-stream``) -- is read page by page with pypdf, each page's text after a ``[page N]`` line (N is
 the PDF's own page number, so pages without text leave a gap). The agent gets ``Title: ...`` (when known) and
 ``URL: ...`` lines, a blank line, then the text, cut at ``browse_max_chars``. The page is read in a worker
-process (``harness.tools.page_worker``), killed after ``browse_extract_seconds``, never on the event loop. An encrypted, corrupt or image-only
+process (``mara_bench.harness.tools.page_worker``), killed after ``browse_extract_seconds``, never on the event loop. An encrypted, corrupt or image-only
 PDF, and any other content type (images, archives), is a ``ToolError``.
 """
 
@@ -23,13 +23,13 @@ import re
 import pypdf
 import trafilatura
 
-from harness.systems.types import ToolError
-from harness.tools.addresses import AddressPolicy
-from harness.tools.blocklist import Blocklist
-from harness.tools.output import ToolText
-from harness.tools.page_worker import Page, read_in_worker
-from harness.tools.settings import DEFAULT_EXTRACT_SECONDS, DEFAULT_MAX_BYTES
-from harness.tools.web import HttpSettings, ResponseTooLarge, request
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools.addresses import AddressPolicy
+from mara_bench.harness.tools.blocklist import Blocklist
+from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.tools.page_worker import Page, read_in_worker
+from mara_bench.harness.tools.settings import DEFAULT_EXTRACT_SECONDS, DEFAULT_MAX_BYTES
+from mara_bench.harness.tools.web import HttpSettings, ResponseTooLarge, request
 
 TEXT_TYPES = ("text/plain", "application/json", "text/markdown", "text/csv")
 PDF_TYPE = "application/pdf"
@@ -123,7 +123,7 @@ def _decrypt(reader: pypdf.PdfReader, url: str) -> None:
 
 def read_page(page: Page) -> tuple[str, str]:
     """``(title, text)`` of a fetched page (PDF, HTML or plain text), the text cut at ``page.max_chars`` with a
-    note; ``ToolError`` when it cannot be read as text. Runs in a worker process (``harness.tools.page_worker``)."""
+    note; ``ToolError`` when it cannot be read as text. Runs in a worker process (``mara_bench.harness.tools.page_worker``)."""
     if is_pdf(page.content_type, page.body):
         title, text = pdf_text(page.body, page.url, page.max_chars)
     elif page.content_type in ("text/html", "application/xhtml+xml"):

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.tools import seccomp_filter
+from mara_bench.harness.tools import seccomp_filter
 
 BWRAP = "bwrap"
 PACKAGE = "bubblewrap"

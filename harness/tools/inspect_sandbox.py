@@ -11,8 +11,14 @@ from __future__ import annotations
 import math
 import uuid
 
-from harness.systems.types import ToolError
-from harness.tools.python_sandbox import CHILD, SandboxLimits, child_arguments, time_limit_error, tool_answer
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools.python_sandbox import (
+    CHILD,
+    SandboxLimits,
+    child_arguments,
+    time_limit_error,
+    tool_answer,
+)
 
 DEFAULT_EXECUTABLE = "python3"
 """The interpreter inside the sandbox, unless ``python_executable`` names another."""

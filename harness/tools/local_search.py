@@ -1,12 +1,12 @@
-"""Search over a local corpus index (``harness.retrieval``): the embedded default search backend, and M-ASK's
+"""Search over a local corpus index (``mara_bench.harness.retrieval``): the embedded default search backend, and M-ASK's
 ``retrieve``. Passages come back as ``Hit``s with the corpus id as their source."""
 
 from __future__ import annotations
 
 import asyncio
 
-from harness.retrieval import RetrievalIndex
-from harness.tools.output import Hit
+from mara_bench.harness.retrieval import RetrievalIndex
+from mara_bench.harness.tools.output import Hit
 
 
 async def corpus_search(query: str, *, index: RetrievalIndex, k: int) -> list[Hit]:

@@ -1,7 +1,7 @@
 """Page reading in worker processes, so a huge or pathological page neither stalls the event loop (every other
 sample waits while one parses) nor runs without bound.
 
-``read_in_worker(page, seconds=...)`` hands one fetched page to a worker (``python -m harness.tools.page_worker``,
+``read_in_worker(page, seconds=...)`` hands one fetched page to a worker (``python -m mara_bench.harness.tools.page_worker``,
 which has the extraction stack -- trafilatura, pypdf -- imported once and reads ``read_page`` requests from its
 stdin) and returns ``(title, text)``. A worker still reading after ``seconds`` is killed and the call is a
 ``TransientToolError`` naming ``browse_extract_seconds`` (never recorded by the tool cache); a worker that dies is a
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from harness.systems.types import ToolError, TransientToolError
+from mara_bench.core.episodes import ToolError, TransientToolError
 
 MAX_IDLE = 4
 """Workers kept alive between pages (each holds the extraction stack, about 100 MB)."""
@@ -42,7 +42,7 @@ PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 @dataclass(frozen=True)
 class Page:
-    """A fetched page, as ``harness.tools.browse.read_page`` takes it."""
+    """A fetched page, as ``mara_bench.harness.tools.browse.read_page`` takes it."""
 
     content_type: str
     body: bytes
@@ -183,7 +183,7 @@ async def read_in_worker(page: Page, *, seconds: float) -> tuple[str, str]:
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The worker: read pages from ``requests`` until it closes, answer each on ``replies``."""
-    from harness.tools.browse import read_page
+    from mara_bench.harness.tools.browse import read_page
 
     read_page(
         WARM_UP_PAGE

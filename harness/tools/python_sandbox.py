@@ -3,10 +3,10 @@
 Isolation (``python_sandbox``): ``bwrap`` (the default) runs each call in its own namespaces under bubblewrap --
 no network, no other process visible, an empty environment, the system read-only, only fresh size-capped tmpfs
 writable, as an unprivileged host uid, behind a seccomp filter, and the whole namespace killed when the call ends
-(see ``harness.tools.bwrap``); ``unisolated`` runs the child directly with an in-process audit hook that refuses
+(see ``mara_bench.harness.tools.bwrap``); ``unisolated`` runs the child directly with an in-process audit hook that refuses
 network access, starting processes and writes outside its directory -- a guard against an agent's mistakes, not
 a boundary against hostile code (see ``sandbox_child``); ``inspect`` runs it in the sample's Inspect sandbox
-(``harness.tools.inspect_sandbox``).
+(``mara_bench.harness.tools.inspect_sandbox``).
 
 Limits (all settings of ``build_toolbox``): wall time ``python_timeout`` seconds (the process group is killed),
 address space ``python_memory_mb`` per process (RLIMIT_AS), CPU time (RLIMIT_CPU, a back-stop just above the wall
@@ -33,8 +33,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.systems.types import ToolError
-from harness.tools import bwrap, call_cgroup, cleanup_tree
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import bwrap, call_cgroup, cleanup_tree
 
 logger = logging.getLogger(__name__)
 CHILD = Path(__file__).with_name("sandbox_child.py")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from harness.systems.types import ToolError, TransientToolError
-from harness.tools.blocklist import Blocklist
-from harness.tools.output import Hit, QueryResult, ToolText, render_results
+from mara_bench.core.episodes import ToolError, TransientToolError
+from mara_bench.harness.tools.blocklist import Blocklist
+from mara_bench.harness.tools.output import Hit, QueryResult, ToolText, render_results
 
 SearchOne = Callable[[str], Awaitable[list[Hit]]]
 

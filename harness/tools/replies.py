@@ -1,5 +1,5 @@
 """The shapes of the search backends' JSON answers (Serper, SerpAPI web and Scholar, OpenAlex), as pydantic
-models: ``harness.tools.web.get_json`` checks every answer against one before the backend reads it, so valid
+models: ``mara_bench.harness.tools.web.get_json`` checks every answer against one before the backend reads it, so valid
 JSON of another shape (``{"organic": [1, "x", null]}``, a list, a string where a list belongs) is a
 ``ToolError`` the agent reads, not a crash. Only the fields we read are declared; others are ignored, and
 every field may be missing or null (services leave them out freely)."""

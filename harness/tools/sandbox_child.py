@@ -1,7 +1,7 @@
 """The child side of the python tool: set resource limits, install the audit hook if asked, run the code.
 
 Executed as a script (``python -I -B sandbox_child.py WORKDIR CODE_FILE MEMORY_BYTES CPU_SECONDS FILE_BYTES
-GUARD MAX_PROCESSES``) by ``harness.tools.python_sandbox``, inside bubblewrap, an Inspect sandbox or (``unisolated``)
+GUARD MAX_PROCESSES``) by ``mara_bench.harness.tools.python_sandbox``, inside bubblewrap, an Inspect sandbox or (``unisolated``)
 directly; it uses only the standard library and is never imported by the harness. ``GUARD`` is ``1`` to
 install the audit hook (``unisolated`` only: the other modes are isolated from outside the process);
 ``MAX_PROCESSES`` above 0 caps the processes and threads of the code's user (RLIMIT_NPROC: under bubblewrap, its

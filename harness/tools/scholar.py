@@ -2,16 +2,16 @@
 
 Each answers one query with up to ``k`` papers as ``Hit``s: title, URL, a details line (authors · year ·
 venue · cited by) and the snippet (SerpAPI) or the abstract (OpenAlex). Answers are checked against their shape
-(``harness.tools.replies``) first: another shape is a ``ToolError``.
+(``mara_bench.harness.tools.replies``) first: another shape is a ``ToolError``.
 """
 
 from __future__ import annotations
 
-from harness.tools.output import Hit
-from harness.tools.replies import OpenAlexReply, OpenAlexWork, SerpApiResult
-from harness.tools.settings import OPENALEX_URL, SERPAPI_URL
-from harness.tools.web import HttpSettings, get_json
-from harness.tools.web_search import serpapi_results
+from mara_bench.harness.tools.output import Hit
+from mara_bench.harness.tools.replies import OpenAlexReply, OpenAlexWork, SerpApiResult
+from mara_bench.harness.tools.settings import OPENALEX_URL, SERPAPI_URL
+from mara_bench.harness.tools.web import HttpSettings, get_json
+from mara_bench.harness.tools.web_search import serpapi_results
 
 MAX_AUTHORS = 5
 

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from harness.invocation import user_path
-from harness.redaction import credential_problem
-from harness.tools.blocklist import DEFAULT_BLOCKLIST
-from harness.typed_config import ConfigError, config_dataclass, validate
+from mara_bench.core.typed_config import ConfigError, config_dataclass, validate
+from mara_bench.harness.invocation import user_path
+from mara_bench.harness.redaction import credential_problem
+from mara_bench.harness.tools.blocklist import DEFAULT_BLOCKLIST
 
 INDEX_ENV = "MARA_INDEX"
 TOOL_STORE_ENV = "MARA_TOOL_STORE"
@@ -97,7 +97,7 @@ class ToolSettings:
     in-process guard only, for machines without bwrap; logs a warning) or ``inspect`` (the sample's Inspect
     sandbox, e.g. ``--sandbox docker``)."""
     tool_cache: Literal["off", "record", "replay", "replay-or-record"] = "off"
-    """Record and replay tool responses (``harness.toolcache``): ``record`` stores every response, ``replay``
+    """Record and replay tool responses (``mara_bench.harness.toolcache``): ``record`` stores every response, ``replay``
     answers from the snapshot only (never the network; a missing response is a tool error), ``replay-or-record``
     replays what is recorded and records the rest."""
     tool_snapshot: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")] = "default"

@@ -4,7 +4,7 @@ Each tool's module is imported when that tool is built, so a system loads only t
 loads the web stack, ``browse`` loads trafilatura and pypdf, local ``search``/``retrieve`` load the retrieval index
 (numpy, faiss or bm25s), and a tool-less system (``direct``, ``vc``) imports none of them.
 
-With ``tool_cache`` on, every tool sits behind the tool-response store here (``harness.toolcache``), the one seam
+With ``tool_cache`` on, every tool sits behind the tool-response store here (``mara_bench.harness.toolcache``), the one seam
 evaluation, training and MARS's own page reads share; in ``replay`` no live tool is built at all (no API key,
 index or sandbox needed, nothing can reach the network).
 """
@@ -17,15 +17,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.systems.types import Toolbox, ToolFunction
-from harness.tools.addresses import AddressPolicy
-from harness.tools.blocklist import Blocklist
-from harness.tools.queries import SearchOne, answer_queries
-from harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
-from harness.tools.web import HttpSettings
+from mara_bench.core.episodes import Toolbox, ToolFunction
+from mara_bench.harness.tools.addresses import AddressPolicy
+from mara_bench.harness.tools.blocklist import Blocklist
+from mara_bench.harness.tools.queries import SearchOne, answer_queries
+from mara_bench.harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
+from mara_bench.harness.tools.web import HttpSettings
 
 if TYPE_CHECKING:
-    from harness.toolcache import ToolCache
+    from mara_bench.harness.toolcache import ToolCache
 
 TOOL_NAMES = ("search", "retrieve", "scholar", "browse", "python")
 CACHE_SETTINGS = ("tool_cache", "tool_snapshot", "tool_store", "tool_store_max_mb")
@@ -53,8 +53,8 @@ def _corpus_searcher(settings: ToolSettings, tool: str) -> SearchOne:
             f"tool {tool!r} searches a local corpus index: pass -T index=DIR or set {INDEX_ENV} "
             "(build one with `mara index build CORPUS.jsonl DIR/`)"
         )
-    from harness.retrieval import RetrievalError, open_index
-    from harness.tools.local_search import corpus_search
+    from mara_bench.harness.retrieval import RetrievalError, open_index
+    from mara_bench.harness.tools.local_search import corpus_search
 
     try:
         index = open_index(str(path), settings.index_model)
@@ -71,7 +71,7 @@ def corpus_index_record(names: list[str], **options: Any) -> dict[str, Any] | No
     path = settings.index_path() if local else None
     if not path:
         return None
-    from harness.retrieval import open_index
+    from mara_bench.harness.retrieval import open_index
 
     return {"directory": path, **dataclasses.asdict(open_index(path, settings.index_model).manifest)}
 
@@ -80,7 +80,7 @@ def _search_one(settings: ToolSettings, http: HttpSettings) -> SearchOne:
     backend, k = settings.search_backend, settings.k or WEB_K
     if backend == "local":
         return _corpus_searcher(settings, "search")
-    from harness.tools.web_search import serpapi_search, serper_search
+    from mara_bench.harness.tools.web_search import serpapi_search, serper_search
 
     key = _api_key(settings, "search", backend, "search_backend")
     if backend == "serper":
@@ -89,7 +89,7 @@ def _search_one(settings: ToolSettings, http: HttpSettings) -> SearchOne:
 
 
 def _scholar_one(settings: ToolSettings, http: HttpSettings) -> SearchOne:
-    from harness.tools.scholar import openalex_scholar, serpapi_scholar
+    from mara_bench.harness.tools.scholar import openalex_scholar, serpapi_scholar
 
     k = settings.scholar_k
     if settings.scholar_backend == "serpapi":
@@ -155,7 +155,7 @@ def _cached_toolbox(
     names: list[str], settings: ToolSettings, builders: dict[str, Callable[[], ToolFunction]] | None
 ) -> Toolbox:
     """The named tools behind the run's tool cache; ``builders`` ``None``: replay only, no live tool built."""
-    from harness.toolcache import tool_variant
+    from mara_bench.harness.toolcache import tool_variant
 
     cache = _open_cache(settings)
     tools = {
@@ -182,7 +182,7 @@ def with_tool_cache(toolbox: Toolbox, **options: Any) -> Toolbox:
 
 
 def _open_cache(settings: ToolSettings) -> ToolCache:
-    from harness.toolcache import open_cache
+    from mara_bench.harness.toolcache import open_cache
 
     return open_cache(
         settings.tool_cache,
@@ -193,8 +193,8 @@ def _open_cache(settings: ToolSettings) -> ToolCache:
 
 
 def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklist) -> ToolFunction:
-    from harness.tools.browse import browse
-    from harness.tools.page_worker import warm_up
+    from mara_bench.harness.tools.browse import browse
+    from mara_bench.harness.tools.page_worker import warm_up
 
     warm_up()  # page readers start now, not in the first call's extract deadline
 
@@ -211,8 +211,13 @@ def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklis
 
 def _python_tool(settings: ToolSettings) -> ToolFunction:
     """The python tool isolated as ``python_sandbox`` says; bwrap is checked here, before any sample runs."""
-    from harness.tools import bwrap
-    from harness.tools.python_sandbox import SandboxLimits, run_python, state_protection, warn_unisolated
+    from mara_bench.harness.tools import bwrap
+    from mara_bench.harness.tools.python_sandbox import (
+        SandboxLimits,
+        run_python,
+        state_protection,
+        warn_unisolated,
+    )
 
     limits = SandboxLimits(
         timeout=settings.python_timeout,
@@ -220,7 +225,7 @@ def _python_tool(settings: ToolSettings) -> ToolFunction:
         max_output=settings.python_max_output,
     )
     if settings.python_sandbox == "inspect":
-        from harness.tools.inspect_sandbox import DEFAULT_EXECUTABLE, run_python_in_inspect_sandbox
+        from mara_bench.harness.tools.inspect_sandbox import DEFAULT_EXECUTABLE, run_python_in_inspect_sandbox
 
         executable = settings.python_executable or DEFAULT_EXECUTABLE
         return functools.partial(run_python_in_inspect_sandbox, limits=limits, executable=executable)

@@ -7,7 +7,7 @@ is a ``TransientToolError``, which the tool cache never records. Other HTTP erro
 only for requests that carry one (``keyed``). Error messages name the service and the URL without its query
 string, so API keys never reach the agent or the logs.
 
-Bounds: the body is streamed and decoded here (``harness.tools.decoding``), so the download stops as soon as the
+Bounds: the body is streamed and decoded here (``mara_bench.harness.tools.decoding``), so the download stops as soon as the
 *decoded* body (or its declared ``Content-Length``) passes ``max_bytes`` -- a compressed bomb never inflates past
 the limit. ``timeout`` bounds each read; ``deadline`` bounds the whole request (every attempt, back-off wait,
 redirect and byte of the body), so a server that drips one byte at a time cannot hold a call.
@@ -31,10 +31,15 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from harness.redaction import redact_url
-from harness.systems.types import ToolError, TransientToolError
-from harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
-from harness.tools.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
+from mara_bench.core.episodes import ToolError, TransientToolError
+from mara_bench.harness.redaction import redact_url
+from mara_bench.harness.tools.addresses import AddressPolicy, AddressRefused, UnresolvableHost
+from mara_bench.harness.tools.decoding import (
+    ACCEPT_ENCODING,
+    BoundedDecoder,
+    DecodedTooLarge,
+    UnsupportedEncoding,
+)
 
 ReplyT = TypeVar("ReplyT", bound=BaseModel)
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})

@@ -1,15 +1,15 @@
 """Web search backends: Serper (``SERPER_API_KEY``) and SerpAPI (``SERPAPI_API_KEY``), Google results.
 
 Each backend answers one query with up to ``k`` organic results as ``Hit``s (title, URL, snippet). Answers are
-checked against their shape (``harness.tools.replies``) first: another shape is a ``ToolError``.
+checked against their shape (``mara_bench.harness.tools.replies``) first: another shape is a ``ToolError``.
 """
 
 from __future__ import annotations
 
-from harness.systems.types import ToolError
-from harness.tools.output import Hit
-from harness.tools.replies import SerpApiReply, SerpApiResult, SerperReply, SerperResult
-from harness.tools.web import HttpSettings, get_json
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools.output import Hit
+from mara_bench.harness.tools.replies import SerpApiReply, SerpApiResult, SerperReply, SerperResult
+from mara_bench.harness.tools.web import HttpSettings, get_json
 
 SERPAPI_NO_RESULTS = "hasn't returned any results"
 

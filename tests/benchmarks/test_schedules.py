@@ -4,7 +4,7 @@ long-tail workloads, every sample trained once, and the recipe fields that choos
 import pytest
 
 from benchmarks._schedules import Schedule, long_tail_chains, schedule_from_config, simulate
-from trainer.config import ConfigError, TrainConfig, from_dict
+from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict
 
 CHAINS = [[2, 3], [5, 1]]  # two trajectories: Solver then Verifier decode lengths
 

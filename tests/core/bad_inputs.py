@@ -135,7 +135,7 @@ def _good_snapshot(work: Path) -> None:
     )
 
 
-TRAIN = ["harness.cli", "train"]
+TRAIN = ["mara_bench.harness.cli", "train"]
 AUDIT = [
     "inspect_ai",
     "eval",
@@ -146,8 +146,8 @@ AUDIT = [
     "logs",
 ]
 AUDIT += ["-T"]
-TOOLS = ["harness.cli", "tools"]
-NIGHTLY = ["harness.cli", "nightly", "suite.yaml"]
+TOOLS = ["mara_bench.harness.cli", "tools"]
+NIGHTLY = ["mara_bench.harness.cli", "nightly", "suite.yaml"]
 AIME = f"{ROOT}/tasks/aime.py@aime2025"
 
 
@@ -243,7 +243,7 @@ OPTION_CASES = [
 def build_tiny_model(folder: Path) -> Path:
     """The tiny model the cases copy or name (built with the checkout's own ``mara tiny-model``)."""
     subprocess.run(
-        [sys.executable, "-m", "harness.cli", "tiny-model", str(folder)],
+        [sys.executable, "-m", "mara_bench.harness.cli", "tiny-model", str(folder)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         check=True,

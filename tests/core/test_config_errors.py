@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from inspect_ai._util.error import PrerequisiteError
 
-from harness.datasets import MalformedRowError
-from harness.evaluation import benchmark_task
-from harness.prerequisites import as_prerequisite, one_line_errors
-from harness.providers.local_api import open_local_model
-from harness.providers.local_options import LocalOptions
-from harness.tasks import TASK_PARAMETER_NAMES
-from harness.typed_config import ConfigError
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.datasets import MalformedRowError
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.prerequisites import as_prerequisite, one_line_errors
+from mara_bench.harness.providers.local_api import open_local_model
+from mara_bench.harness.providers.local_options import LocalOptions
+from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from harness.systems.types import Episode, ModelCall, Reply, ToolCall
+from mara_bench.core.episodes import Episode, ModelCall, Reply, ToolCall
 
 
 def _episode() -> Episode:

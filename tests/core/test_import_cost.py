@@ -10,17 +10,24 @@ import sys
 
 import pytest
 
-OURS = ("harness", "judges", "mara_bench")
+OURS = ("mara_bench",)
 MACHINERY = (
-    "harness.systems",
-    "harness.tools",
-    "harness.toolcache",
-    "harness.retrieval",
-    "harness.providers.local_api",
+    "mara_bench.harness.systems",
+    "mara_bench.harness.tools",
+    "mara_bench.harness.toolcache",
+    "mara_bench.harness.retrieval",
+    "mara_bench.harness.providers.local_api",
 )
 """Loaded when a task is created, a model opened or a tool built; never by the entry point."""
 HEAVY = ("torch", "transformers", "sympy", "math_verify", "trafilatura", "sentence_transformers", "faiss")
-WEB_STACK = ("trafilatura", "pypdf", "lxml", "harness.tools.browse", "harness.tools.web", "harness.retrieval")
+WEB_STACK = (
+    "trafilatura",
+    "pypdf",
+    "lxml",
+    "mara_bench.harness.tools.browse",
+    "mara_bench.harness.tools.web",
+    "mara_bench.harness.retrieval",
+)
 
 
 def _loaded_after(code: str, watched: tuple[str, ...]) -> list[str]:
@@ -51,7 +58,9 @@ def _imported_by_inspect_startup() -> list[str]:
 
 def test_inspect_startup_loads_only_our_registrations():
     loaded = _imported_by_inspect_startup()
-    assert "harness._registry" in loaded  # mara-bench's entry point is installed and was the one measured
+    assert (
+        "mara_bench.harness._registry" in loaded
+    )  # mara-bench's entry point is installed and was the one measured
     third_party = [m for m in loaded if m.split(".")[0] not in (*sys.stdlib_module_names, *OURS)]
     assert third_party == []
     assert [m for m in loaded if m.startswith(MACHINERY)] == []
@@ -60,7 +69,7 @@ def test_inspect_startup_loads_only_our_registrations():
 @pytest.mark.parametrize("system", ["direct", "vc"])
 def test_a_tool_less_system_imports_no_web_stack(system):
     code = (
-        "from harness.systems import build_toolbox, get_system, system_solver\n"
+        "from mara_bench.harness.systems import build_toolbox, get_system, system_solver\n"
         f"build_toolbox(get_system({system!r}), {{}})\n"
         f"system_solver({system!r})"
     )
@@ -68,17 +77,17 @@ def test_a_tool_less_system_imports_no_web_stack(system):
 
 
 def test_the_python_tool_alone_imports_no_web_page_reader():
-    code = "from harness.tools import build_toolbox\nbuild_toolbox(['python'])"
-    assert _loaded_after(code, ("trafilatura", "pypdf", "lxml", "harness.retrieval")) == []
+    code = "from mara_bench.harness.tools import build_toolbox\nbuild_toolbox(['python'])"
+    assert _loaded_after(code, ("trafilatura", "pypdf", "lxml", "mara_bench.harness.retrieval")) == []
 
 
 def test_the_systems_import_without_lxml_html_clean():
     """An older pip may skip lxml's ``html_clean`` extra; importing the systems must not need it (a blocked
     module raises ImportError when imported, and the subprocess would fail)."""
-    code = "sys.modules['lxml_html_clean'] = None\nimport harness.systems"
+    code = "sys.modules['lxml_html_clean'] = None\nimport mara_bench.harness.systems"
     assert _loaded_after(code, ("lxml", "trafilatura")) == []
 
 
 def test_the_retrieval_package_and_the_look_up_task_load_no_index_library_until_one_is_built():
-    code = "import harness.retrieval\nimport trainer.tasks.lookup\nharness.retrieval.RetrievalError"
+    code = "import mara_bench.harness.retrieval\nimport mara_bench.trainer.tasks.lookup\nmara_bench.harness.retrieval.RetrievalError"
     assert _loaded_after(code, ("faiss", "bm25s", "sentence_transformers", "torch")) == []

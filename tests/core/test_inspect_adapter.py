@@ -7,9 +7,9 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import includes
 
-from harness.systems import get_system, system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.testing import scripted_model
+from mara_bench.harness.systems import get_system, system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
 
 
 def _task() -> Task:

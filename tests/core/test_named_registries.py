@@ -1,17 +1,17 @@
-"""Every registry answers an unknown name the same way: ``judges.named``'s message, valid names and closest one."""
+"""Every registry answers an unknown name the same way: ``mara_bench.core.named``'s message, valid names and closest one."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.datasets import get_benchmark
-from harness.protocols import get_protocol
-from harness.systems import get_system
-from judges.named import lookup, unknown_name
-from judges.registry import get_judge
-from trainer.algorithms.estimators import advantage_estimator
-from trainer.algorithms.losses import get_policy_loss
-from trainer.methods import get_method
+from mara_bench.core.named import lookup, unknown_name
+from mara_bench.harness.datasets import get_benchmark
+from mara_bench.harness.protocols import get_protocol
+from mara_bench.harness.systems import get_system
+from mara_bench.judges.registry import get_judge
+from mara_bench.trainer.algorithms.estimators import advantage_estimator
+from mara_bench.trainer.algorithms.losses import get_policy_loss
+from mara_bench.trainer.methods import get_method
 
 
 def test_lookup_returns_the_entry_and_names_the_closest_valid_one():

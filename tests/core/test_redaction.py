@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness.redaction import credential_forms, credential_problem, redact_record, redact_text, redact_url
-from harness.tools.settings import ToolConfigError, ToolSettings
-from leaderboards.suite import SuiteError, parse_suite
+from mara_bench.harness.redaction import (
+    credential_forms,
+    credential_problem,
+    redact_record,
+    redact_text,
+    redact_url,
+)
+from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
+from mara_bench.leaderboards.suite import SuiteError, parse_suite
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
-"""A task ``inspect eval`` cannot find is one line naming the closest valid one (``harness.task_spec_errors``)."""
+"""A task ``inspect eval`` cannot find is one line naming the closest valid one (``mara_bench.harness.task_spec_errors``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.task_spec_errors import explain, spec_problem, task_specs
-from judges.inspect_compat import PrerequisiteError
+from mara_bench.core.inspect_compat import PrerequisiteError
+from mara_bench.harness.task_spec_errors import explain, spec_problem, task_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 

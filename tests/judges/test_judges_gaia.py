@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judges.gaia import quasi_exact_match
-from judges.math import extract_answer
+from mara_bench.judges.gaia import quasi_exact_match
+from mara_bench.judges.math import extract_answer
 
 
 @pytest.mark.parametrize(

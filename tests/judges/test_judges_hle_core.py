@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.hle import (
+from mara_bench.judges.hle import (
     DEFAULT_BIN_SIZE,
     RESPONSE_SCHEMA,
     calibration_error,
@@ -248,7 +248,7 @@ def test_calibration_equals_each_reference_bit_for_bit_ties_included(case):
 def test_an_undefined_calibration_is_said_once_per_process(monkeypatch, caplog):
     from inspect_ai.scorer import SampleScore, Score
 
-    from judges import metrics
+    from mara_bench.judges import metrics
 
     monkeypatch.setattr(metrics, "_warned", set())
     scores = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judges.lexical import normalize_answer, score
+from mara_bench.judges.lexical import normalize_answer, score
 
 
 def test_normalize_answer():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.math import as_integer, exact_value, extract_answer, is_equivalent
+from mara_bench.judges.math import as_integer, exact_value, extract_answer, is_equivalent
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from judges.equivalence import judge_prompt as equivalence_prompt
-from judges.equivalence import parse_verdict as parse_equivalence
-from judges.simpleqa import grader_prompt, parse_grade, summary
-from judges.templates import PROMPTS_DIR, load_prompt
+from mara_bench.judges.equivalence import judge_prompt as equivalence_prompt
+from mara_bench.judges.equivalence import parse_verdict as parse_equivalence
+from mara_bench.judges.simpleqa import grader_prompt, parse_grade, summary
+from mara_bench.judges.templates import PROMPTS_DIR, load_prompt
 
 
 @pytest.mark.parametrize("path", sorted(PROMPTS_DIR.glob("*.txt")), ids=lambda p: p.name)

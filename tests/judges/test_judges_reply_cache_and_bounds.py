@@ -16,9 +16,9 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput,
 from inspect_ai.solver import generate
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from harness.testing import scripted_model, scripted_output
-from judges.registry import get_judge
-from judges.reply_cache import expiry_seconds
+from mara_bench.harness.testing import scripted_model, scripted_output
+from mara_bench.judges.registry import get_judge
+from mara_bench.judges.reply_cache import expiry_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = [Sample(id=f"s{i}", input=f"question {i}", target=str(i)) for i in range(6)]

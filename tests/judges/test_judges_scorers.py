@@ -11,10 +11,10 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, TaskState, generate, solver
 
-from harness.testing import scripted_model
-from judges.grader import GraderMissingError, ask_grader
-from judges.registry import JUDGES, get_judge, is_llm_judge, require_grader
-from judges.verdicts import parse_yes_no
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.grader import GraderMissingError, ask_grader
+from mara_bench.judges.registry import JUDGES, get_judge, is_llm_judge, require_grader
+from mara_bench.judges.verdicts import parse_yes_no
 
 
 def _answers(by_question: dict[str, str | list[str]]):

@@ -14,7 +14,7 @@ from pathlib import Path
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from harness.testing import scripted_output
+from mara_bench.harness.testing import scripted_output
 
 
 class AnswerKeyModel(ModelAPI):

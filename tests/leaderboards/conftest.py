@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from leaderboards.run import run_suite
-from leaderboards.suite import parse_suite
+from mara_bench.leaderboards.run import run_suite
+from mara_bench.leaderboards.suite import parse_suite
 
 FIXTURE_TASKS = str(Path(__file__).with_name("inspect_fixtures.py"))
 XSS_ANSWER = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'

@@ -34,7 +34,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from judges.response import response_to_judge, store_key
+from mara_bench.judges.response import response_to_judge, store_key
 
 QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from leaderboards.cli import main
-from leaderboards.collect import SkippedLogWarning
-from leaderboards.site import markdown_text
-from leaderboards.store import HistoryStore
+from mara_bench.leaderboards.cli import main
+from mara_bench.leaderboards.collect import SkippedLogWarning
+from mara_bench.leaderboards.site import markdown_text
+from mara_bench.leaderboards.store import HistoryStore
 
 
 def _one_checkpoint_suite(make_suite, wrong_every: int) -> dict:
@@ -164,7 +164,7 @@ def test_an_unfinished_log_of_an_earlier_night_is_quarantined_once(tmp_path, mak
 
 
 def test_folders_a_failed_run_made_are_removed_when_left_empty(tmp_path):
-    from leaderboards.cli import removed_if_left_empty
+    from mara_bench.leaderboards.cli import removed_if_left_empty
 
     night = tmp_path / "out" / "logs" / "2026-01-01"
     with pytest.raises(RuntimeError), removed_if_left_empty(night):

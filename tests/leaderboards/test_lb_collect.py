@@ -12,12 +12,12 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries, write_eval_log
 
-import leaderboards.run as run_module
-from harness.task_metadata import TaskMetadata, dataset_hash
-from harness.testing import scripted_model
-from leaderboards.collect import SkippedLogWarning, collect, list_logs, read_run
-from leaderboards.run import run_suite
-from leaderboards.suite import parse_suite
+import mara_bench.leaderboards.run as run_module
+from mara_bench.harness.task_metadata import TaskMetadata, dataset_hash
+from mara_bench.harness.testing import scripted_model
+from mara_bench.leaderboards.collect import SkippedLogWarning, collect, list_logs, read_run
+from mara_bench.leaderboards.run import run_suite
+from mara_bench.leaderboards.suite import parse_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from inspect_ai import eval
 
-from harness.testing import scripted_model
-from leaderboards.columns import run_columns
-from leaderboards.site import render_site
-from leaderboards.store import HistoryStore
+from mara_bench.harness.testing import scripted_model
+from mara_bench.leaderboards.columns import run_columns
+from mara_bench.leaderboards.site import render_site
+from mara_bench.leaderboards.store import HistoryStore
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboards.compare import (
+from mara_bench.leaderboards.compare import (
     NO_REGRESSION,
     NOT_COMPARABLE,
     REGRESSION,
@@ -12,8 +12,8 @@ from leaderboards.compare import (
     natural_key,
     nightly_comparisons,
 )
-from leaderboards.store import HistoryStore
-from leaderboards.suite import parse_suite
+from mara_bench.leaderboards.store import HistoryStore
+from mara_bench.leaderboards.suite import parse_suite
 
 
 @pytest.fixture

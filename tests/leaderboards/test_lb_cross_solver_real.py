@@ -13,12 +13,12 @@ from functools import cache
 
 from inspect_ai.model import ModelAPI, ModelOutput, ModelUsage, modelapi
 
-from harness.datasets import load_benchmark
-from leaderboards.compare import nightly_comparisons
-from leaderboards.run import run_suite
-from leaderboards.site import render_site
-from leaderboards.store import HistoryStore
-from leaderboards.suite import parse_suite
+from mara_bench.harness.datasets import load_benchmark
+from mara_bench.leaderboards.compare import nightly_comparisons
+from mara_bench.leaderboards.run import run_suite
+from mara_bench.leaderboards.site import render_site
+from mara_bench.leaderboards.store import HistoryStore
+from mara_bench.leaderboards.suite import parse_suite
 
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.protocols import get_protocol
-from leaderboards.run import build_tasks
-from leaderboards.suite import load_suite, parse_suite
+from mara_bench.harness.protocols import get_protocol
+from mara_bench.leaderboards.run import build_tasks
+from mara_bench.leaderboards.suite import load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import yaml
 
 import tests.leaderboards.answer_key  # noqa: F401  (registers the answerkey/ provider)
-from harness.cli import main as mara
-from harness.datasets.loader import load_benchmark
-from leaderboards.store import HistoryStore
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.datasets.loader import load_benchmark
+from mara_bench.leaderboards.store import HistoryStore
 
 N = 30
 TASKS = {  # suite task name -> (task file, benchmark, right reply, wrong reply)

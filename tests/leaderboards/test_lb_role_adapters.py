@@ -1,5 +1,5 @@
 """A role matrix over one base: ``mara nightly`` runs base against trained LoRA adapters per MATPO role, each
-adapter the export of a tiny run with one adapter per role (``trainer.learner.adapters``) served as
+adapter the export of a tiny run with one adapter per role (``mara_bench.trainer.learner.adapters``) served as
 ``local/RUN/adapters/<role>``. Every combination's log names, per role, the adapter that served it (or none) over
 the one base, the planner's adapter changes what the planner says, and ``summary.md`` holds the matrix table."""
 
@@ -13,10 +13,10 @@ import torch
 import yaml
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from harness.cli import main as mara
-from trainer.config import load_config
-from trainer.learner.adapters import adapter_parameters
-from trainer.run.cli import with_adapters
+from mara_bench.harness.cli import main as mara
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.learner.adapters import adapter_parameters
+from mara_bench.trainer.run.cli import with_adapters
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "trainer" / "recipes"
@@ -26,7 +26,7 @@ ROLES = ("planner", "worker")
 def trained_run(run_dir: Path):
     """The tiny MATPO recipe with an adapter per role, every adapter moved off zero as training would move it,
     exported (``exports/step_0``: the base's reference and ``adapters/<role>``)."""
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.run.engine import Trainer
 
     config = with_adapters(load_config(RECIPES / "matpo-tiny.yaml"), str(RECIPES / "adapters" / "matpo.yaml"))
     trainer = Trainer(config, run_dir)

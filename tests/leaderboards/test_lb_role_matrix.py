@@ -16,9 +16,9 @@ import yaml
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tests.leaderboards.role_key  # noqa: F401  (registers the rolekey/ provider)
-from harness.cli import main as mara
-from harness.datasets.loader import load_benchmark
-from leaderboards.suite import SuiteError, parse_suite
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.datasets.loader import load_benchmark
+from mara_bench.leaderboards.suite import SuiteError, parse_suite
 from tests.leaderboards.role_key import KEY_VARIABLE
 from tests.leaderboards.test_lb_site import CHROMIUM, CHROMIUM_ARGS
 

@@ -11,8 +11,8 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tests.leaderboards.role_key  # noqa: F401  (registers the rolekey/ provider)
 import tests.leaderboards.verdict_key  # noqa: F401  (registers the verdictkey/ grader)
-from harness.cli import main as mara
-from harness.datasets.loader import load_benchmark
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.datasets.loader import load_benchmark
 from tests.leaderboards.role_key import KEY_VARIABLE
 from tests.leaderboards.test_lb_role_matrix import ROLES
 from tests.leaderboards.test_lb_role_matrix import N as KEYED

@@ -14,11 +14,11 @@ import yaml
 
 import tests.leaderboards.answer_key  # noqa: F401  (registers the answerkey/ provider)
 import tests.leaderboards.verdict_key  # noqa: F401  (registers the verdictkey/ provider)
-from harness.cli import main as mara
-from harness.datasets.loader import load_benchmark
-from harness.evaluation import benchmark_task
-from harness.typed_config import ConfigError
-from leaderboards.store import HistoryStore
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.datasets.loader import load_benchmark
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.leaderboards.store import HistoryStore
 
 N = 30
 

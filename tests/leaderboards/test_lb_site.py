@@ -17,10 +17,10 @@ from markupsafe import escape
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from leaderboards.compare import compare_pair, decide, nightly_comparisons
-from leaderboards.site import log_href, markdown_text, render_site
-from leaderboards.store import HistoryStore, Run
-from leaderboards.suite import parse_suite
+from mara_bench.leaderboards.compare import compare_pair, decide, nightly_comparisons
+from mara_bench.leaderboards.site import log_href, markdown_text, render_site
+from mara_bench.leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.suite import parse_suite
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

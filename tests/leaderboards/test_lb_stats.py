@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, multinomial, norm
 
-from leaderboards.stats import (
+from mara_bench.leaderboards.stats import (
     adjust,
     bootstrap_drop,
     judge_agreement,

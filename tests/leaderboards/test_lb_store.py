@@ -12,10 +12,10 @@ from dataclasses import fields
 
 import pytest
 
-from leaderboards import store as store_module
-from leaderboards.collect import SkippedLogWarning, file_hash
-from leaderboards.records import MetricValue, RunRecord, SampleScore
-from leaderboards.store import HistoryStore, Metric, Run, SampleRow
+from mara_bench.leaderboards import store as store_module
+from mara_bench.leaderboards.collect import SkippedLogWarning, file_hash
+from mara_bench.leaderboards.records import MetricValue, RunRecord, SampleScore
+from mara_bench.leaderboards.store import HistoryStore, Metric, Run, SampleRow
 
 # 4 logs; each stores 2 scores (final, solver) x 40 samples
 SAMPLE_ROWS = 4 * 2 * 40
@@ -86,7 +86,7 @@ def test_unusable_logs_are_skipped_and_named(logs_copy, tmp_path):
 INGEST = """
 import sys, time, warnings
 from pathlib import Path
-from leaderboards.store import HistoryStore
+from mara_bench.leaderboards.store import HistoryStore
 warnings.simplefilter("error")
 url, logs, ready, go = sys.argv[1:]
 store = HistoryStore(url)
@@ -148,7 +148,7 @@ def test_bad_database_url_is_a_clear_error():
     ],
 )
 def test_each_table_stores_every_field_of_its_record_as_declared(table, record, own):
-    """The records (``leaderboards.records``) declare the fields; a table has a column for each (nullable exactly
+    """The records (``mara_bench.leaderboards.records``) declare the fields; a table has a column for each (nullable exactly
     where the field may be ``None``) besides its own bookkeeping columns."""
     stored = [f for f in fields(record) if f.name not in store_module.RUN_LISTS]
     columns = {column.name: column for column in table.__table__.columns}

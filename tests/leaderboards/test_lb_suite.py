@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.toolcache import open_store
-from leaderboards.cli import main
-from leaderboards.run import build_tasks
-from leaderboards.store import HistoryStore
-from leaderboards.suite import SuiteError, load_suite, parse_suite
+from mara_bench.harness.toolcache import open_store
+from mara_bench.leaderboards.cli import main
+from mara_bench.leaderboards.run import build_tasks
+from mara_bench.leaderboards.store import HistoryStore
+from mara_bench.leaderboards.suite import SuiteError, load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,7 +127,7 @@ def test_missing_task_file_is_a_clear_error(tmp_path, make_suite):
 
 @pytest.mark.slow
 def test_smoke_suite_runs_offline_on_the_tiny_model(tmp_path, monkeypatch):
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
     raw = yaml.safe_load((SUITES / "smoke.yaml").read_text())

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval
 
-from harness.testing import scripted_model
-from judges.registry import JUDGES, Headline, headline
-from leaderboards.collect import read_run
-from leaderboards.site import markdown_text, render_site
-from leaderboards.store import HistoryStore
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.registry import JUDGES, Headline, headline
+from mara_bench.leaderboards.collect import read_run
+from mara_bench.leaderboards.site import markdown_text, render_site
+from mara_bench.leaderboards.store import HistoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
 UNJUDGEABLE = ("Citibank", "Uranus")  # the grader's reply to these two questions is never a verdict

@@ -7,7 +7,7 @@ from __future__ import annotations
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from harness.testing import scripted_output
+from mara_bench.harness.testing import scripted_output
 from tests.leaderboards.named_script import ScriptedByName
 
 

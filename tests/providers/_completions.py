@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.providers.generation import Completion
+from mara_bench.harness.providers.generation import Completion
 
 
 def assert_same_completion(shared: Completion, single: Completion) -> None:

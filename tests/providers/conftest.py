@@ -12,14 +12,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 @pytest.fixture(scope="session")
 def tiny_qwen(tmp_path_factory) -> Path:
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-qwen2"), arch="qwen2", seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory) -> Path:
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-llama"), arch="llama", seed=0)
 

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 import torch
 
-from harness.chat_template import render_prompt
-from harness.providers.adapter_rows import BASE, adapter_rows
-from harness.providers.generation import generate
-from harness.providers.sampling import Sampling
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.adapter_rows import BASE, adapter_rows
+from mara_bench.harness.providers.generation import generate
+from mara_bench.harness.providers.sampling import Sampling
 
 ADAPTERS = ("planner", "worker", "critic")
 QUESTIONS = ("What is 2 + 2?", "Name a colour.", "Count to three.", "Say hello.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from inspect_ai.model import get_model
 
-from harness.providers.adder import scripted_answer
+from mara_bench.harness.providers.adder import scripted_answer
 
 PROMPTS = [f"What is {a} + {b}? Answer with the number only." for a in range(10, 30) for b in range(10, 20)]
 

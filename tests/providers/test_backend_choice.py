@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.providers import backends
-from harness.providers.backends import (
+from mara_bench.harness.providers import backends
+from mara_bench.harness.providers.backends import (
     CPU_COSTS,
     REFERENCE_BYTES,
     EngineCosts,
@@ -20,7 +20,7 @@ from harness.providers.backends import (
     breakeven_tokens,
     choose_backend,
 )
-from harness.providers.local_options import LocalOptions
+from mara_bench.harness.providers.local_options import LocalOptions
 
 FIND_SPEC = importlib.util.find_spec
 

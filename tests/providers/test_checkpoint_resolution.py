@@ -12,17 +12,17 @@ import torch
 from _lora_helpers import save_lora_adapter
 from peft import PeftModel
 
-from harness import invocation
-from harness.checkpoints import RegistryError, load_registry
-from harness.providers.loading import check_before_loading, load_checkpoint
-from harness.providers.provenance import checkpoint_record
-from harness.providers.resolve import CheckpointError, latest_export, resolve_checkpoint
+from mara_bench.harness import invocation
+from mara_bench.harness.checkpoints import RegistryError, load_registry
+from mara_bench.harness.providers.loading import check_before_loading, load_checkpoint
+from mara_bench.harness.providers.provenance import checkpoint_record
+from mara_bench.harness.providers.resolve import CheckpointError, latest_export, resolve_checkpoint
 
 
 @pytest.fixture(autouse=True)
 def _no_registry(monkeypatch, tmp_path):
     """Each test starts without a registry: no MARA_CHECKPOINTS and a working directory without checkpoints.yaml
-    (the directory the command ran in, ``harness.invocation``, is the test's working directory)."""
+    (the directory the command ran in, ``mara_bench.harness.invocation``, is the test's working directory)."""
     monkeypatch.delenv("MARA_CHECKPOINTS", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(invocation, "INVOCATION_DIR", tmp_path)
@@ -70,7 +70,7 @@ def test_a_run_directory_with_plain_step_dirs_and_an_explicit_step(tiny_qwen, tm
 @pytest.fixture(scope="module")
 def trained_run(tiny_qwen, tmp_path_factory) -> Path:
     """A real ``mara train`` run directory: 2 GRPO steps on the tiny model, exported at steps 1 and 2."""
-    from trainer.run.cli import main as train_main
+    from mara_bench.trainer.run.cli import main as train_main
 
     home = tmp_path_factory.mktemp("train")
     recipe = home / "recipe.yaml"

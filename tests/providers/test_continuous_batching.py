@@ -12,12 +12,12 @@ import torch
 from _completions import assert_same_completion
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
-from harness.chat_template import render_prompt
-from harness.providers.batching import RequestBatcher, Waiting
-from harness.providers.generation import Completion, DecodeBatch, generate
-from harness.providers.kv_slots import unmergeable_cache_reason
-from harness.providers.sampling import Sampling
-from harness.providers.scheduler import ContinuousBatcher
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.batching import RequestBatcher, Waiting
+from mara_bench.harness.providers.generation import Completion, DecodeBatch, generate
+from mara_bench.harness.providers.kv_slots import unmergeable_cache_reason
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.providers.scheduler import ContinuousBatcher
 
 SHORT, MEDIUM = "x", "What is 2+2?"
 LONG = "Find the remainder when 2^100 is divided by 7; think step by step and explain every step."

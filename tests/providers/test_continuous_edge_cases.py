@@ -10,10 +10,10 @@ import time
 import pytest
 from _completions import assert_same_completion
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import DecodeBatch, generate
-from harness.providers.sampling import Sampling
-from harness.providers.scheduler import ContinuousBatcher
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import DecodeBatch, generate
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.providers.scheduler import ContinuousBatcher
 
 
 def _prompt(tokenizer, question: str) -> list[int]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from inspect_ai.log import read_eval_log
 
-from harness.accounting import idle_parts
-from harness.demo import DEMO_TASKS, ensure_tiny_model, main
+from mara_bench.harness.accounting import idle_parts
+from mara_bench.harness.demo import DEMO_TASKS, ensure_tiny_model, main
 
 
 def test_without_smollm2_the_demo_builds_the_tiny_model_and_reports_every_task(tmp_path, monkeypatch, capsys):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import PromptTooLongError, generate
-from harness.providers.sampling import Sampling
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import PromptTooLongError, generate
+from mara_bench.harness.providers.sampling import Sampling
 
 QUESTIONS = [
     "What is 2+2?",
@@ -170,7 +170,7 @@ def test_mismatched_settings_count_is_an_error(qwen_pair, prompts):
 
 
 def test_a_multibyte_stop_string_split_over_byte_tokens_is_found(qwen_pair):
-    from harness.providers.sampling import ends_with_stop
+    from mara_bench.harness.providers.sampling import ends_with_stop
 
     _, tokenizer = qwen_pair
     response = tokenizer("a 日本語")["input_ids"]
@@ -180,7 +180,7 @@ def test_a_multibyte_stop_string_split_over_byte_tokens_is_found(qwen_pair):
 
 
 def test_draws_follow_the_distribution_and_never_pick_a_zero_probability_token():
-    from harness.providers.sampling import _draw
+    from mara_bench.harness.providers.sampling import _draw
 
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [0.0, 0.0, 0.0, 2.0]])  # rows need not sum to 1
     generator = torch.Generator().manual_seed(0)
@@ -193,7 +193,7 @@ def test_draws_follow_the_distribution_and_never_pick_a_zero_probability_token()
 
 
 def test_rows_draw_together_each_from_its_own_generator_or_the_shared_one_in_row_order():
-    from harness.providers.sampling import _uniforms
+    from mara_bench.harness.providers.sampling import _uniforms
 
     seeded = [torch.Generator().manual_seed(seed) for seed in (3, 4)]
     torch.manual_seed(9)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from _completions import assert_same_completion
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import DecodeBatch, generate
-from harness.providers.kv_slots import OwnCache, SlotCache
-from harness.providers.sampling import Sampling
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import DecodeBatch, generate
+from mara_bench.harness.providers.kv_slots import OwnCache, SlotCache
+from mara_bench.harness.providers.sampling import Sampling
 
 QUESTIONS = ["x", "What is 2+2?", "Name three primes.", "Find 2^10 and explain.", "Hi", "What is 7 * 6?"]
 

@@ -23,11 +23,11 @@ from inspect_ai.scorer import includes
 from inspect_ai.solver import generate as generate_solver
 from inspect_ai.tool import ToolCall, ToolInfo, ToolParam, ToolParams
 
-from harness.chat_template import render_prompt
-from harness.providers.backends import choose_backend
-from harness.providers.generation import Completion, generate
-from harness.providers.sampling import Sampling
-from harness.systems.inspect_adapter import reply_from_output
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.backends import choose_backend
+from mara_bench.harness.providers.generation import Completion, generate
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.systems.inspect_adapter import reply_from_output
 
 QUESTIONS = ["What is 2+2?", "Name a prime.", "Who wrote Hamlet?", "x", "Solve 3x = 12.", "Capital of Peru?"]
 
@@ -311,7 +311,7 @@ def test_vllm_without_vllm_is_a_clear_error_and_auto_falls_back_to_transformers(
 async def test_vllm_backend_generates(tmp_path):
     from transformers import AutoTokenizer
 
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     path = build_tiny_model(tmp_path / "tiny-gpu", hidden_size=256)  # 64-dim heads for vLLM's kernels
     model = local_model(path, backend="vllm", max_model_len=2048, seed=0)

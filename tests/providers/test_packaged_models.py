@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import packaged_models
-from harness.packaged_models import (
+from mara_bench.harness import packaged_models
+from mara_bench.harness.packaged_models import (
     PACKAGED_MODELS,
     ModelOrigin,
     PackagedModelError,
@@ -20,7 +20,7 @@ from harness.packaged_models import (
     read_origin,
     write_origin,
 )
-from harness.providers.resolve import CheckpointError, resolve_checkpoint
+from mara_bench.harness.providers.resolve import CheckpointError, resolve_checkpoint
 
 PAYLOAD = b"GGUF not really a model" * 100
 
@@ -91,7 +91,7 @@ def test_an_origin_round_trips_and_an_unreadable_one_is_none(tmp_path):
 def test_a_recipe_naming_a_missing_packaged_model_stops_in_one_line_before_any_work(
     tmp_path, monkeypatch, capsys
 ):
-    from trainer.run.cli import main as train
+    from mara_bench.trainer.run.cli import main as train
 
     monkeypatch.setenv("MARA_MODELS_DIR", str(tmp_path / "models"))
     recipe = Path(__file__).resolve().parents[2] / "trainer" / "recipes" / "mars-smollm2.yaml"

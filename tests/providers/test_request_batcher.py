@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from harness.providers.batching import RequestBatcher
-from harness.providers.trace import RecentSizes
+from mara_bench.harness.providers.batching import RequestBatcher
+from mara_bench.harness.providers.trace import RecentSizes
 
 
 def doubler(calls: list[list[int]]):

@@ -7,7 +7,7 @@ import json
 import pytest
 from transformers import AutoConfig, AutoTokenizer
 
-from harness.tinymodel import build_tiny_model, main
+from mara_bench.harness.tinymodel import build_tiny_model, main
 
 
 def test_same_seed_gives_identical_files_and_other_seed_other_weights(tiny_qwen, tmp_path):

@@ -24,7 +24,7 @@ from _lora_helpers import save_lora_adapter
 from inspect_ai.model import ChatMessageUser, ContentReasoning, GenerateConfig, get_model
 from inspect_ai.model._providers import vllm as inspect_vllm
 
-from harness.providers import backends
+from mara_bench.harness.providers import backends
 
 REPLY = "<think>2 and 2</think> 4"
 
@@ -175,9 +175,9 @@ def test_vllm_only_options_and_hf_only_options_are_clear_errors(fake_gpu_vllm, t
 
 
 def test_the_vllm_dtype_is_always_explicit(monkeypatch, tiny_qwen, tmp_path):
-    from harness.providers.local_options import LocalOptions
-    from harness.providers.resolve import ResolvedCheckpoint
-    from harness.providers.vllm_api import vllm_server_args
+    from mara_bench.harness.providers.local_options import LocalOptions
+    from mara_bench.harness.providers.resolve import ResolvedCheckpoint
+    from mara_bench.harness.providers.vllm_api import vllm_server_args
 
     half = tmp_path / "half"
     half.mkdir()

@@ -9,7 +9,7 @@ import json
 import pytest
 from inspect_ai import eval
 
-from harness.retrieval.cli import main as index_main
+from mara_bench.harness.retrieval.cli import main as index_main
 
 pytestmark = pytest.mark.realmodel
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import load_config, replace, to_dict
-from trainer.run.engine import Trainer
+from mara_bench.trainer.config import load_config, replace, to_dict
+from mara_bench.trainer.run.engine import Trainer
 
 pytestmark = pytest.mark.realmodel
 

@@ -16,9 +16,9 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from harness.systems.inspect_adapter import store_episode
-from harness.systems.types import Episode, Message, Reply, Toolbox, ToolError
-from judges.scorers import lexical_scorer, math_scorer
+from mara_bench.core.episodes import Episode, Message, Reply, Toolbox, ToolError
+from mara_bench.harness.systems.inspect_adapter import store_episode
+from mara_bench.judges.scorers import lexical_scorer, math_scorer
 
 Script = list["str | Reply"] | Callable[[list[Message]], "str | Reply"]
 

@@ -10,11 +10,11 @@ from inspect_ai import eval
 from inspect_ai.event import ScoreEvent, SpanBeginEvent
 from inspect_ai.scorer import SampleScore, Score
 
-from harness.accounting import Price, account, load_prices, per_attempt_means_and_totals, price_of
-from harness.evaluation import benchmark_task
-from harness.systems import TOOL_SETTINGS
-from harness.systems.types import Episode, ModelCall, Reply, ToolCall
-from harness.testing import scripted_model
+from mara_bench.core.episodes import Episode, ModelCall, Reply, ToolCall
+from mara_bench.harness.accounting import Price, account, load_prices, per_attempt_means_and_totals, price_of
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.systems import TOOL_SETTINGS
+from mara_bench.harness.testing import scripted_model
 
 LOCAL_PAGES = {"browse_allow_private": True} if "browse_allow_private" in TOOL_SETTINGS else {}
 
@@ -34,7 +34,7 @@ def replies(messages, config):
 
 
 def tokens(text: str) -> int:
-    """``harness.testing.scripted_output``'s usage: 1 input token, len/4 output tokens."""
+    """``mara_bench.harness.testing.scripted_output``'s usage: 1 input token, len/4 output tokens."""
     return max(1, len(text) // 4)
 
 

@@ -14,7 +14,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLY_TOKENS = (10, 20, 30, 40)
-"""Output tokens of the 1st..4th call (``harness.testing.scripted_output`` counts len(text) // 4)."""
+"""Output tokens of the 1st..4th call (``mara_bench.harness.testing.scripted_output`` counts len(text) // 4)."""
 
 TASK_FILE = '''
 """The real aime2025 task, evaluated by a provider whose n-th reply is REPLY_TOKENS[n] tokens long."""
@@ -23,7 +23,7 @@ from itertools import count
 from inspect_ai import task, task_with
 from inspect_ai.model import GenerateConfig, ModelAPI, get_model, modelapi
 
-from harness.testing import scripted_output
+from mara_bench.harness.testing import scripted_output
 from tasks.aime import aime2025
 
 REPLY_TOKENS = {tokens!r}

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from harness.binpack import first_fit_decreasing
+from mara_bench.harness.binpack import first_fit_decreasing
 
 
 def test_ffd_places_longest_first_into_first_bin_with_room():

@@ -13,9 +13,9 @@ from inspect_ai.event import SpanBeginEvent, StateEvent, StoreEvent
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import includes
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import EPISODE_KEY, stored_episode
-from harness.testing import scripted_model
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import EPISODE_KEY, stored_episode
+from mara_bench.harness.testing import scripted_model
 
 WRONG = "**Final Verdict:** invalid.\n\n**List of Findings:**\n* 6*7 is not 41\n\n**Correctness:** Wrong"
 PASS = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:** Correct"

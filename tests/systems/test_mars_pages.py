@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from harness.accounting import account
-from harness.protocols import get_protocol
-from harness.systems import TOOL_SETTINGS, build_toolbox, get_system, mars
-from harness.systems.tokens import CharEstimate
-from harness.tools.output import ToolText
-from harness.tools.pages import read_pages
+from mara_bench.harness.accounting import account
+from mara_bench.harness.protocols import get_protocol
+from mara_bench.harness.systems import TOOL_SETTINGS, build_toolbox, get_system, mars
+from mara_bench.harness.systems.tokens import CharEstimate
+from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.tools.pages import read_pages
 
 QUESTION = "Which river flows through the city of Zorvan?"
 PURPOSE = "find the river"
@@ -167,7 +167,7 @@ class RoleTokenizers:
 
 
 def test_budget_tokens_are_counted_with_system1s_tokenizer():
-    from harness.systems.tokens import token_meter
+    from mara_bench.harness.systems.tokens import token_meter
 
     class Words:
         name_or_path = "words"
@@ -207,10 +207,10 @@ async def test_scholar_reads_at_most_scholar_k_papers(doubles, web):
 def test_the_inspect_chat_counts_with_the_tokenizer_of_the_local_model_serving_a_role(tmp_path):
     from inspect_ai.model import get_model
 
-    from harness.systems.inspect_adapter import InspectChat
-    from harness.systems.tokens import token_meter
-    from harness.testing import scripted_model
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.systems.inspect_adapter import InspectChat
+    from mara_bench.harness.systems.tokens import token_meter
+    from mara_bench.harness.testing import scripted_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     local = get_model(f"local/{build_tiny_model(tmp_path / 'tiny')}")
     chat = InspectChat({"system1": local, "system2": scripted_model(["x"])})

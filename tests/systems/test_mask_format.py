@@ -1,9 +1,9 @@
-"""M-ASK's released format checks (``harness.systems.mask_format``): each role's strict format holds, and each rule
+"""M-ASK's released format checks (``mara_bench.harness.systems.mask_format``): each role's strict format holds, and each rule
 of the released ``parse_response`` methods, broken alone, makes the reply illegal."""
 
 import pytest
 
-from harness.systems.mask_format import legal_format
+from mara_bench.harness.systems.mask_format import legal_format
 
 LEGAL = {
     "plan": "<q1>Who?</q1>\n<a1>unkown</a1>\n<q2>Where?</q2> <a2>Lomir</a2>\n<final_answer>Lomir</final_answer>",

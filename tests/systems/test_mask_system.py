@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.retrieval.corpus import split_contents
-from harness.systems import mask, mask_parse, run_system
-from harness.tools.output import Hit, QueryResult, ToolText, render_results
-from judges import lexical
+from mara_bench.harness.retrieval.corpus import split_contents
+from mara_bench.harness.systems import mask, mask_parse, run_system
+from mara_bench.harness.tools.output import Hit, QueryResult, ToolText, render_results
+from mara_bench.judges import lexical
 
 QUESTION = "Who is the current CEO of the company that developed ChatGPT?"
 GOLD = ["Sam Altman"]
@@ -341,7 +341,7 @@ _DOCS_VECTORS = json.loads((Path(__file__).parent / "vectors" / "mask_summary_do
 
 
 def _retrieved(query: str, contents: list[str]) -> ToolText:
-    """What the local ``retrieve`` tool returns for these corpus passages (``harness.tools.local_search``)."""
+    """What the local ``retrieve`` tool returns for these corpus passages (``mara_bench.harness.tools.local_search``)."""
     hits = []
     for number, passage in enumerate(contents):
         title, text = split_contents(passage)

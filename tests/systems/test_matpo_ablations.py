@@ -3,8 +3,8 @@ no user-query recap, and the worker context trimmed before its summary when it w
 
 import json
 
-from harness.systems import matpo
-from harness.systems.tokens import CharEstimate
+from mara_bench.harness.systems import matpo
+from mara_bench.harness.systems.tokens import CharEstimate
 
 QUERY = "Which word was deleted from Rule 601 in 2011?"
 
@@ -75,7 +75,7 @@ async def test_a_worker_over_its_context_is_trimmed_and_summarised_at_once(doubl
 
 
 async def test_a_worker_cut_off_at_the_token_limit_is_trimmed_before_its_summary(doubles):
-    from harness.systems.types import Reply
+    from mara_bench.core.episodes import Reply
 
     cut = Reply(text="<think>" + "y" * 4000, finish_reason="length")  # a 1,000-token reply cut off
     chat = doubles.Chat({"planner": [DELEGATE, "\\boxed{x}"], "worker": [cut, "## Conclusion:\nfailed"]})

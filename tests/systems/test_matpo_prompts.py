@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.prompts.sets import prompt_set
-from harness.systems import matpo, run_system
-from trainer.demos.matpo import TOOL_USE
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.harness.systems import matpo, run_system
+from mara_bench.trainer.demos.matpo import TOOL_USE
 
 QUESTION = "What is the capital of Arvena?"
 RESULTS = "[1] Arvena: The capital of Arvena is Lomir.\n[2] Belcor: The capital of Belcor is Tarsin."

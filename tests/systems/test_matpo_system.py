@@ -2,8 +2,8 @@
 
 import json
 
-from harness.systems import matpo
-from harness.systems.types import Reply
+from mara_bench.core.episodes import Reply
+from mara_bench.harness.systems import matpo
 
 QUERY = "Which word was deleted from Rule 601 in 2011?"
 BOXED_INSTRUCTION = " You should follow the format instruction in the requestion strictly and wrap the final answer in \\boxed{}."

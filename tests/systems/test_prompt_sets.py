@@ -5,10 +5,10 @@ import typing
 
 import pytest
 
-from harness.prompts import PROMPT_DIR
-from harness.prompts.sets import PROMPTS_OPTION, prompt_set, prompt_sets
-from harness.systems import get_system, run_system
-from harness.typed_config import ConfigError
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.prompts import PROMPT_DIR
+from mara_bench.harness.prompts.sets import PROMPTS_OPTION, prompt_set, prompt_sets
+from mara_bench.harness.systems import get_system, run_system
 
 DEFAULTS = {"mars": "paper", "matpo": "paper", "mask": "code", "vc": "paper"}
 """The sets every evaluation uses unless told otherwise: the paper's (M-ASK: its released code's)."""
@@ -72,6 +72,6 @@ async def test_a_bad_prompts_option_is_refused_before_the_run_with_the_choices(s
 
 
 def test_mask_has_a_layout_for_each_of_its_sets():
-    from harness.systems.mask import LAYOUTS
+    from mara_bench.harness.systems.mask import LAYOUTS
 
     assert set(LAYOUTS) == set(prompt_sets("mask"))

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.prompts import PROMPT_DIR, fill, load_prompt, read_prompt_file
-from harness.systems import SYSTEMS, get_system, react, run_system
-from harness.systems.toolloop import TOOL_DESCRIPTIONS, parse_tool_calls
+from mara_bench.harness.prompts import PROMPT_DIR, fill, load_prompt, read_prompt_file
+from mara_bench.harness.systems import SYSTEMS, get_system, react, run_system
+from mara_bench.harness.systems.toolloop import TOOL_DESCRIPTIONS, parse_tool_calls
 
 
 async def test_react_hands_raw_tool_output_back_to_the_same_agent(doubles):

@@ -8,12 +8,12 @@ from inspect_ai.dataset import Sample
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
 from inspect_ai.solver import TaskState
 
-from harness.accounting import ACCOUNTING_SCORE
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.systems.parsing import last_boxed
-from harness.testing import scripted_model
-from judges.response import response_to_judge
+from mara_bench.harness.accounting import ACCOUNTING_SCORE
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.systems.parsing import last_boxed
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.response import response_to_judge
 
 WRONG = "**Final Verdict:** invalid.\n\n**List of Findings:**\n* 6*7 is not 41\n\n**Correctness:** Wrong"
 PASS = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:** Correct"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.systems import run_system, vc
-from harness.systems.types import Reply
+from mara_bench.core.episodes import Reply
+from mara_bench.harness.systems import run_system, vc
 
 PROBLEM = "Compute 6*7."
 CORRECT = "**Final Verdict:** fine.\n\n**List of Findings:**\n\n**Correctness:** Correct"
@@ -231,8 +231,8 @@ async def test_bad_options_are_named():
 
 
 def test_marsrl_prompts_keep_the_official_leading_and_trailing_newlines():
-    from harness.prompts import fill
-    from harness.prompts.sets import prompt_set
+    from mara_bench.harness.prompts import fill
+    from mara_bench.harness.prompts.sets import prompt_set
 
     # vc_reasoning_system.py: the verifier's system prompt and user f-string, and the correction message
     # (correction_prompt and the bug report joined by "\n"), as the model sees them

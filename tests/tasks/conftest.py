@@ -26,7 +26,7 @@ def grader_bound():
     """Bind a scripted grader for task creation outside ``eval`` (LLM judges check for a grader there)."""
     from inspect_ai.model._model import init_model_roles, model_roles
 
-    from harness.testing import scripted_model
+    from mara_bench.harness.testing import scripted_model
 
     previous = model_roles()
     init_model_roles({**previous, "grader": scripted_model(["yes"])})

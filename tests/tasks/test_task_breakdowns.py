@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval
 
-from harness.datasets import load_benchmark
-from harness.evaluation import benchmark_task
-from harness.testing import scripted_model
+from mara_bench.harness.datasets import load_benchmark
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.testing import scripted_model
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 

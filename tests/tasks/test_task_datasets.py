@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.datasets import (
+from mara_bench.harness.datasets import (
     BENCHMARKS,
     DatasetUnavailableError,
     MalformedRowError,
@@ -19,8 +19,8 @@ from harness.datasets import (
     load_benchmark,
     loader,
 )
-from harness.datasets.fingerprints import ForeignDataError
-from harness.datasets.specs import _gaia_text_ids
+from mara_bench.harness.datasets.fingerprints import ForeignDataError
+from mara_bench.harness.datasets.specs import _gaia_text_ids
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

@@ -13,13 +13,18 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 
-from harness.datasets import DatasetUnavailableError, MalformedRowError, MissingDataError, load_benchmark
-from harness.datasets.loader import bundled_samples_path
-from harness.evaluation import benchmark_task
-from harness.prompts import load_prompt
-from harness.systems.inspect_adapter import GENERATION_KEY, stored_episode
-from harness.testing import scripted_model
-from judges.grader import GraderMissingError
+from mara_bench.harness.datasets import (
+    DatasetUnavailableError,
+    MalformedRowError,
+    MissingDataError,
+    load_benchmark,
+)
+from mara_bench.harness.datasets.loader import bundled_samples_path
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.prompts import load_prompt
+from mara_bench.harness.systems.inspect_adapter import GENERATION_KEY, stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.grader import GraderMissingError
 
 WRONG = "zzzz-wrong"
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"

@@ -8,15 +8,15 @@ import inspect
 import pytest
 from inspect_ai.util import registry_info
 
-from harness.cli import main as mara
-from harness.datasets.specs import BENCHMARKS
-from harness.evaluation import benchmark_task
-from harness.prompts.sets import prompt_sets
-from harness.systems import SYSTEMS
-from harness.systems.options import option_names
-from harness.task_listing import registered_tasks
-from harness.tasks import TASK_PARAMETER_NAMES
-from harness.typed_config import ConfigError
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.datasets.specs import BENCHMARKS
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.prompts.sets import prompt_sets
+from mara_bench.harness.systems import SYSTEMS
+from mara_bench.harness.systems.options import option_names
+from mara_bench.harness.task_listing import registered_tasks
+from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
 
 
 def _listed_names(lines: list[str], heading: str) -> list[str]:

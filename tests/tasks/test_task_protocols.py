@@ -8,7 +8,7 @@ import pytest
 from inspect_ai.scorer import Score
 from inspect_ai.scorer._reducer.registry import reducer_log_names
 
-from harness.protocols import PROTOCOLS, get_protocol, majority_answer, make_reducers
+from mara_bench.harness.protocols import PROTOCOLS, get_protocol, majority_answer, make_reducers
 
 
 def test_presets_carry_the_papers_settings():

@@ -16,13 +16,13 @@ import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.util import registry_info
 
-from harness import invocation
-from harness.datasets import MissingDataError, get_benchmark, load_benchmark
-from harness.datasets.loader import bundled_samples_path
-from harness.datasets.specs import BENCHMARKS, BenchmarkSpec
-from harness.tasks import TASK_PARAMETER_NAMES
-from harness.tasks import benchmark as declare_task
 from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa
+from mara_bench.harness import invocation
+from mara_bench.harness.datasets import MissingDataError, get_benchmark, load_benchmark
+from mara_bench.harness.datasets.loader import bundled_samples_path
+from mara_bench.harness.datasets.specs import BENCHMARKS, BenchmarkSpec
+from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
+from mara_bench.harness.tasks import benchmark as declare_task
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = (aime, frames, gaia, hle, qa, sanity, webwalkerqa)
@@ -142,7 +142,7 @@ def test_inspect_eval_from_another_directory_reads_its_paths_and_records_the_che
     """A real ``inspect eval`` of a registered task and of a task file, run from a directory of the user's: a
     relative ``MARA_DATA_DIR``, ``./checkpoints.yaml`` and the run directory it names are read from there, and
     the log records the data file and the checkpoint (run step and weights hash) that ran."""
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     build_tiny_model(tmp_path / "run" / "exports" / "step_2", arch="qwen2", seed=0)
     for benchmark, relative in (

@@ -8,10 +8,10 @@ from inspect_ai import eval
 from inspect_ai.model import model_roles
 from inspect_ai.util import registry_info
 
-from harness.evaluation import benchmark_task
-from harness.testing import scripted_model
-from harness.typed_config import ConfigError
-from judges.inspect_compat import init_model_roles
+from mara_bench.core.inspect_compat import init_model_roles
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.testing import scripted_model
 
 
 def _scorer_names(task) -> list[str]:

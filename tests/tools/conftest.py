@@ -40,7 +40,7 @@ def minilm() -> str:
 
 @pytest.fixture(scope="session")
 def dense_index(tmp_path_factory, minilm) -> Path:
-    from harness.retrieval import build_index
+    from mara_bench.harness.retrieval import build_index
 
     out = tmp_path_factory.mktemp("dense") / "index"
     build_index(CORPUS, out, kind="dense", model=minilm, batch_size=8, progress=False)
@@ -49,7 +49,7 @@ def dense_index(tmp_path_factory, minilm) -> Path:
 
 @pytest.fixture(scope="session")
 def bm25_index(tmp_path_factory) -> Path:
-    from harness.retrieval import build_index
+    from mara_bench.harness.retrieval import build_index
 
     out = tmp_path_factory.mktemp("bm25") / "index"
     build_index(CORPUS, out, kind="bm25", progress=False)
@@ -291,7 +291,7 @@ def isolation(request) -> str:
     """Each ``python_sandbox`` that runs code on this machine: ``bwrap`` (skipped where it cannot run) and
     ``unisolated``."""
     if request.param == "bwrap":
-        from harness.tools.bwrap import unavailable_reason
+        from mara_bench.harness.tools.bwrap import unavailable_reason
 
         if problem := unavailable_reason(sys.executable):
             pytest.skip(f"bubblewrap cannot run here: {problem}")

@@ -14,9 +14,9 @@ import socket
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import ToolConfigError, ToolSettings, addresses, build_toolbox
-from harness.tools.addresses import address_kind
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import ToolConfigError, ToolSettings, addresses, build_toolbox
+from mara_bench.harness.tools.addresses import address_kind
 
 PUBLIC_ONLY = "; only public addresses can be fetched"
 

@@ -9,8 +9,8 @@ import io
 import pypdf
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import ToolConfigError, ToolSettings, build_toolbox, tool_documents
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import ToolConfigError, ToolSettings, build_toolbox, tool_documents
 
 PAPER = ["Attention Is All You Need\nAshish Vaswani et al.", "Results\nEnglish-German BLEU 28.4"]
 PAPER_TEXT = "[page 1]\nAttention Is All You Need\nAshish Vaswani et al.\n\n[page 2]\nResults\nEnglish-German BLEU 28.4"

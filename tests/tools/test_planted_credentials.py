@@ -93,7 +93,7 @@ def test_an_eval_recording_tool_responses_writes_no_planted_credential(tmp_path,
 
 @pytest.mark.slow
 def test_a_nightly_writes_no_planted_credential_and_refuses_one_in_model_args(tmp_path, monkeypatch, capsys):
-    from leaderboards.cli import main
+    from mara_bench.leaderboards.cli import main
 
     for name, value in planted_env().items():
         monkeypatch.setenv(name, value)
@@ -145,7 +145,7 @@ def test_a_training_run_with_a_keyed_grader_writes_no_planted_credential(tmp_pat
             "save_every": 0,
         }
         (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-        command = [sys.executable, "-m", "harness.cli", "train", "recipe.yaml", "--out", "run"]
+        command = [sys.executable, "-m", "mara_bench.harness.cli", "train", "recipe.yaml", "--out", "run"]
         done = subprocess.run(
             command, cwd=tmp_path, env=planted_env(), capture_output=True, text=True, timeout=600
         )

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import bwrap, call_cgroup
-from harness.tools.python_sandbox import SandboxLimits, run_python
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import bwrap, call_cgroup
+from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 pytestmark = pytest.mark.skipif(
     bwrap.unavailable_reason(sys.executable) is not None,

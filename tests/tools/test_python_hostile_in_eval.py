@@ -15,11 +15,11 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.testing import scripted_model
-from harness.tools import bwrap, call_cgroup
-from judges.scorers import math_scorer
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.harness.tools import bwrap, call_cgroup
+from mara_bench.judges.scorers import math_scorer
 from tests.tools.test_python_tool_failures import DEEP_TREE
 
 FORKS = """

@@ -13,11 +13,11 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.testing import scripted_model
-from harness.tools import bwrap
-from judges.scorers import math_scorer
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.harness.tools import bwrap
+from mara_bench.judges.scorers import math_scorer
 
 STEAL = """
 import os

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools.python_sandbox import SandboxLimits, run_python
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 LIMITS = SandboxLimits(timeout=5, memory_mb=400, max_output=2000)
 

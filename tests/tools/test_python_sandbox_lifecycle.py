@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import python_sandbox
-from harness.tools.python_sandbox import SandboxLimits, run_python
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import python_sandbox
+from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 
 async def test_a_flood_that_outlives_the_time_limit_does_not_hang_the_tool(monkeypatch, isolation):

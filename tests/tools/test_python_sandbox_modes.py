@@ -12,10 +12,10 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.testing import scripted_model
-from harness.tools import ToolConfigError, build_toolbox, bwrap, python_sandbox
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.harness.tools import ToolConfigError, build_toolbox, bwrap, python_sandbox
 
 REFUSAL = (
     "tool 'python' isolates code with bubblewrap, but {problem}: install the Debian package bubblewrap "

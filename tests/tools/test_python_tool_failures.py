@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import bwrap, cleanup_tree, python_sandbox
-from harness.tools.python_sandbox import SandboxLimits, run_python
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import bwrap, cleanup_tree, python_sandbox
+from mara_bench.harness.tools.python_sandbox import SandboxLimits, run_python
 
 LIMITS = SandboxLimits(timeout=30, memory_mb=400)
 DEEP_TREE = """

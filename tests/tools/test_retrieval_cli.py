@@ -7,8 +7,8 @@ import json
 import pytest
 from huggingface_hub import try_to_load_from_cache
 
-from harness.cli import main as mara
-from harness.retrieval import DEFAULT_MODEL
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.retrieval import DEFAULT_MODEL
 
 
 def test_build_and_query_bm25(tmp_path, corpus, capsys):

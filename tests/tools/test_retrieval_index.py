@@ -17,7 +17,7 @@ import Stemmer
 import torch
 from huggingface_hub import try_to_load_from_cache
 
-from harness.retrieval import (
+from mara_bench.harness.retrieval import (
     DEFAULT_MODEL,
     Passage,
     RetrievalError,
@@ -27,8 +27,8 @@ from harness.retrieval import (
     load_index,
     split_contents,
 )
-from harness.retrieval import bm25 as bm25_module
-from harness.retrieval.store import FAISS_INDEX
+from mara_bench.harness.retrieval import bm25 as bm25_module
+from mara_bench.harness.retrieval.store import FAISS_INDEX
 
 DENSE_QUESTIONS = {  # paraphrases with little word overlap: only meaning finds them
     "Which playwright wrote a tragedy about a Danish prince?": "doc2",

@@ -20,18 +20,18 @@ import Stemmer
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
-from harness.cli import main as mara
-from harness.retrieval import RetrievalError, TextEncoder, build_index, load_index
-from harness.retrieval import bm25 as bm25_module
-from harness.retrieval.faiss_build import (
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.retrieval import RetrievalError, TextEncoder, build_index, load_index
+from mara_bench.harness.retrieval import bm25 as bm25_module
+from mara_bench.harness.retrieval.faiss_build import (
     build_faiss_index,
     measure_recall,
     new_index,
     read_faiss,
     write_flat_codes,
 )
-from harness.retrieval.vector_file import VectorFile
-from harness.testing import scripted_model
+from mara_bench.harness.retrieval.vector_file import VectorFile
+from mara_bench.harness.testing import scripted_model
 
 ROOT = Path(__file__).resolve().parents[2]
 RSS_PROBE = textwrap.dedent(
@@ -39,8 +39,8 @@ RSS_PROBE = textwrap.dedent(
     import sys
     from pathlib import Path
     import numpy as np
-    from harness.retrieval.faiss_build import build_faiss_index
-    from harness.retrieval.vector_file import VectorFile
+    from mara_bench.harness.retrieval.faiss_build import build_faiss_index
+    from mara_bench.harness.retrieval.vector_file import VectorFile
 
     rows, out = int(sys.argv[1]), Path(sys.argv[2])
     vectors = VectorFile(out / "vectors.f32", 128)
@@ -275,7 +275,7 @@ def test_import_finds_rows_out_of_corpus_order(tmp_path, corpus, minilm):
     shuffled = tmp_path / "shuffled.jsonl"
     shuffled.write_text("".join([lines[-1], *lines[1:-1], lines[0]]))
     with pytest.raises(RetrievalError, match="corpus row 0 .* does not come first"):
-        from harness.retrieval.importer import import_flashrag
+        from mara_bench.harness.retrieval.importer import import_flashrag
 
         import_flashrag(tmp_path / "out", shuffled, faiss_index=faiss_file, model=minilm, progress=False)
 
@@ -351,7 +351,7 @@ def test_an_imported_corpus_with_integer_ids_gives_string_ids(tmp_path, corpus, 
         "".join(json.dumps({"id": i, "contents": r["contents"]}) + "\n" for i, r in enumerate(rows))
     )
     _, bm25_dir = _flashrag_artefacts(tmp_path, numbered, minilm)
-    from harness.retrieval.importer import import_flashrag
+    from mara_bench.harness.retrieval.importer import import_flashrag
 
     import_flashrag(tmp_path / "out", numbered, bm25_dir=bm25_dir, progress=False)
     assert load_index(tmp_path / "out").search("Satoshi Nakamoto", k=1)[0].id == "8"

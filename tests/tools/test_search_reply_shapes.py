@@ -10,12 +10,12 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.systems.types import ToolError
-from harness.testing import scripted_model
-from harness.tools import build_toolbox, tool_documents
-from judges.scorers import math_scorer
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.harness.tools import build_toolbox, tool_documents
+from mara_bench.judges.scorers import math_scorer
 
 KEYS = {"SERPER_API_KEY": "serper-secret", "SERPAPI_API_KEY": "serpapi-secret"}
 SERVICES = {  # name -> (tool, settings, path on the fake server, the service's name in messages)

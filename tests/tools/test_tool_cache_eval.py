@@ -17,9 +17,9 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from leaderboards.compare import NOT_COMPARABLE, compare_pair
-from leaderboards.site import render_site
-from leaderboards.store import HistoryStore, Run
+from mara_bench.leaderboards.compare import NOT_COMPARABLE, compare_pair
+from mara_bench.leaderboards.site import render_site
+from mara_bench.leaderboards.store import HistoryStore, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = {"q1": ("Which river is longest in Zorvan?", "alpha"), "q2": ("Who founded Belcor?", "beta")}
@@ -32,7 +32,7 @@ import re
 from inspect_ai import task, task_with
 from inspect_ai.model import GenerateConfig, ModelAPI, get_model, modelapi
 
-from harness.testing import scripted_output
+from mara_bench.harness.testing import scripted_output
 from tasks.qa import bamboogle
 
 FOUND = re.compile(r"ANSWER: (\\w+)")
@@ -127,7 +127,7 @@ def test_a_pinned_snapshot_replays_night_one_exactly_with_no_network_after_the_w
     recorded_requests = len(web.requests)
     assert recorded_requests == 6
 
-    mara = [sys.executable, "-m", "harness.cli", "tools"]
+    mara = [sys.executable, "-m", "mara_bench.harness.cli", "tools"]
     frozen = subprocess.run(
         [*mara, "freeze", "night1", "--store", "store"],
         cwd=tmp_path,
@@ -182,7 +182,11 @@ def test_an_unknown_snapshot_stops_inspect_eval_with_one_line_before_any_sample(
     (tmp_path / "store").mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     subprocess.run(
-        [sys.executable, "-c", "from harness.toolcache import open_store; open_store('store', create=True)"],
+        [
+            sys.executable,
+            "-c",
+            "from mara_bench.harness.toolcache import open_store; open_store('store', create=True)",
+        ],
         cwd=tmp_path,
         env=env,
         check=True,

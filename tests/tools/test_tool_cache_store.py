@@ -13,14 +13,14 @@ import zlib
 
 import pytest
 
-from harness.cli import main as mara
-from harness.systems.types import ToolError
-from harness.toolcache import open_cache, open_store
-from harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
-from harness.toolcache.store import StoreError
-from harness.tools import build_toolbox
-from harness.tools.output import ToolText
-from harness.tools.settings import ToolConfigError
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.toolcache import open_cache, open_store
+from mara_bench.harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
+from mara_bench.harness.toolcache.store import StoreError
+from mara_bench.harness.tools import build_toolbox
+from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.tools.settings import ToolConfigError
 
 
 def run(coroutine):
@@ -306,7 +306,7 @@ def test_a_snapshot_frozen_mid_record_sends_the_rest_to_a_continuation_with_one_
     tool = cache.wrap("search", recording_tool(calls), {})
     run(tool(query="before"))
     frozen = open_store(str(tmp_path), create=False).freeze("night")  # another shell: mara tools freeze night
-    with caplog.at_level("WARNING", logger="harness.toolcache.cached"):
+    with caplog.at_level("WARNING", logger="mara_bench.harness.toolcache.cached"):
         for query in ("after", "later", "before"):
             assert "live answer" in run(tool(query=query))
     continuation = f"night.after-{frozen.digest.removeprefix('sha256:')[:12]}"

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as mara
-from harness.systems.types import ToolError
-from harness.toolcache import open_cache, open_store
-from harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
-from harness.toolcache.keys import canonical_json, request_key, request_of
-from harness.toolcache.store import StoreError, snapshot_digest
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.toolcache import open_cache, open_store
+from mara_bench.harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
+from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of
+from mara_bench.harness.toolcache.store import StoreError, snapshot_digest
 
 MIB = 2**20
 MEMORY_BOUND = 100 * MIB
@@ -278,7 +278,7 @@ def test_a_tar_file_that_is_not_a_plain_tar_or_is_a_folder_is_one_line(tmp_path,
 
 MEASURED_IMPORT = """
 import resource, sys
-from harness.cli import main
+from mara_bench.harness.cli import main
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 code = main(["tools", "import", *sys.argv[1:]])
 print("growth_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before, "exit", code)

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from harness.systems.types import EpisodeRecorder, Reply, Toolbox, ToolError
-from harness.tools import (
+from mara_bench.core.episodes import EpisodeRecorder, Reply, Toolbox, ToolError
+from mara_bench.harness.tools import (
     DEFAULT_BLOCKLIST,
     Blocklist,
     ToolConfigError,
@@ -138,7 +138,7 @@ async def test_a_tool_that_fails_in_the_harness_reaches_the_system_as_a_tool_err
         raise RecursionError("maximum recursion depth exceeded")
 
     recorder = EpisodeRecorder("react", "question?", no_chat, Toolbox({"python": broken}))
-    with caplog.at_level(logging.ERROR, logger="harness.systems.types"):
+    with caplog.at_level(logging.ERROR, logger="mara_bench.core.episodes"):
         failed = await recorder.tool("python", turn=1, code="print(1)")
     assert failed.error == "tool 'python' failed: RecursionError: maximum recursion depth exceeded"
     assert "tool 'python' failed in the harness" in caplog.text

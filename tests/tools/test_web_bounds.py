@@ -11,10 +11,10 @@ import tracemalloc
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import build_toolbox
-from harness.tools.decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
-from harness.tools.page_worker import Page, read_in_worker
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import build_toolbox
+from mara_bench.harness.tools.decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding
+from mara_bench.harness.tools.page_worker import Page, read_in_worker
 
 KEY = "serper-secret"
 SERPER_REPLY = {
@@ -189,7 +189,7 @@ class SlowStartingWorker:
 
 
 async def test_a_page_readers_start_up_is_not_counted_in_the_extract_deadline(monkeypatch):
-    from harness.tools import page_worker
+    from mara_bench.harness.tools import page_worker
 
     monkeypatch.setattr(page_worker, "_Worker", SlowStartingWorker)
     monkeypatch.setattr(page_worker, "_idle", [])
@@ -200,7 +200,7 @@ async def test_a_page_readers_start_up_is_not_counted_in_the_extract_deadline(mo
 
 
 async def test_building_browse_starts_page_readers_before_the_first_call(web, monkeypatch):
-    from harness.tools import page_worker
+    from mara_bench.harness.tools import page_worker
 
     monkeypatch.setattr(page_worker, "_Worker", SlowStartingWorker)
     monkeypatch.setattr(page_worker, "_idle", [])

@@ -10,10 +10,10 @@ import json
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from harness.systems import system_solver
-from harness.systems.inspect_adapter import stored_episode
-from harness.testing import scripted_model
-from judges.scorers import math_scorer
+from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems.inspect_adapter import stored_episode
+from mara_bench.harness.testing import scripted_model
+from mara_bench.judges.scorers import math_scorer
 
 # sample id -> (path the agent browses, the tool error's start, a later part of it)
 CASES = {

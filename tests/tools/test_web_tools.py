@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from harness.systems.types import ToolError
-from harness.tools import ToolConfigError, build_toolbox, tool_documents
-from harness.tools.scholar import abstract_from_inverted_index
+from mara_bench.core.episodes import ToolError
+from mara_bench.harness.tools import ToolConfigError, build_toolbox, tool_documents
+from mara_bench.harness.tools.scholar import abstract_from_inverted_index
 
 KEYS = {"SERPER_API_KEY": "serper-secret", "SERPAPI_API_KEY": "serpapi-secret"}
 ARTICLE = """<html><head><title>Everest facts</title></head><body>

@@ -10,9 +10,9 @@ from typing import Any
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
-from trainer.config import load_config
-from trainer.run.engine import Trainer
-from trainer.run.warmup import role_stats
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.warmup import role_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from torch.distributed.tensor import DTensor
 
-from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.rollouts.samples import Sample
-from trainer.run.engine import Trainer
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.run.engine import Trainer
 
 
 def make_samples() -> list[Sample]:

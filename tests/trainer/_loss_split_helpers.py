@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from trainer.algorithms.losses import AGGREGATIONS, aggregate, kl, loss_counts, policy_loss
+from mara_bench.trainer.algorithms.losses import AGGREGATIONS, aggregate, kl, loss_counts, policy_loss
 
 ROWS, TOKENS, FEATURES, VOCAB = 8, 6, 5, 7
 NORM_LENGTH = 16

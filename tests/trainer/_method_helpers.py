@@ -8,9 +8,16 @@ from typing import Any
 
 import torch
 
-from harness.systems import run_system
-from harness.systems.types import Episode, Message, Reply, Toolbox
-from trainer.config import AlgorithmConfig, ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.core.episodes import Episode, Message, Reply, Toolbox
+from mara_bench.harness.systems import run_system
+from mara_bench.trainer.config import (
+    AlgorithmConfig,
+    ModelConfig,
+    OptimConfig,
+    RolloutConfig,
+    TaskConfig,
+    TrainConfig,
+)
 
 
 class RoleScript:

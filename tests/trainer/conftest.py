@@ -13,7 +13,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 def tiny_model_dir(tmp_path_factory):
     import torch
 
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     torch.set_num_threads(1)
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
@@ -29,7 +29,7 @@ def tiny_tokenizer(tiny_model_dir):
 @pytest.fixture
 def toy_config(tiny_model_dir):
     """A small GRPO config on the toy addition task (every sum 7) with the session's tiny model."""
-    from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+    from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
 
     return TrainConfig(
         model=ModelConfig(path=str(tiny_model_dir)),

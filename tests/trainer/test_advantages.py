@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.algorithms.advantages import broadcast, gae, grpo, resample_to, whiten
+from mara_bench.trainer.algorithms.advantages import broadcast, gae, grpo, resample_to, whiten
 
 # Rows 0-3: question q, role solver, rewards 1 0 1 0 (mean 0.5, every deviation ±0.5).
 # Rows 4-5: question q, role verifier, rewards 2 2 (all equal). Row 6: question r alone (a singleton).
@@ -157,9 +157,9 @@ def test_resample_is_reproducible_and_exact_when_sizes_match():
 
 def _gae_rows(**algorithm):
     """Two rows of the gae estimator, both rewarded 0 (an all-equal step), with critic values 0.1 and 0.6."""
-    from trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
-    from trainer.config import AlgorithmConfig
-    from trainer.rollouts.samples import Sample
+    from mara_bench.core.samples import Sample
+    from mara_bench.trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
+    from mara_bench.trainer.config import AlgorithmConfig
 
     rows = [Sample(prompt_ids=[1], response_ids=[5, 6], loss_mask=[1, 1], reward=0.0) for _ in range(2)]
     batch = AdvantageBatch(
@@ -184,7 +184,7 @@ def test_the_gae_estimator_whitens_unless_the_recipe_keeps_the_raw_advantages():
 
 
 def test_raw_gae_advantages_need_the_gae_estimator():
-    from trainer.config import ConfigError, TrainConfig, from_dict
+    from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict
 
     with pytest.raises(ConfigError, match="algorithm.gae_whiten: applies to advantage 'gae' only"):
         from_dict(TrainConfig, {"algorithm": {"advantage": "grpo", "gae_whiten": False}})

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _engine_update_helpers as engine_helpers  # noqa: E402
 import _loss_split_helpers as helpers  # noqa: E402
 
-from trainer.algorithms.losses import AGGREGATIONS, loss_counts, policy_loss  # noqa: E402
-from trainer.run.engine import Trainer  # noqa: E402
+from mara_bench.trainer.algorithms.losses import AGGREGATIONS, loss_counts, policy_loss  # noqa: E402
+from mara_bench.trainer.run.engine import Trainer  # noqa: E402
 
 MODES = sorted(AGGREGATIONS)
 

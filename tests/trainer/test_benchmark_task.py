@@ -13,19 +13,19 @@ import pytest
 from _fake_grader import FakeGrader
 from _method_helpers import run
 
-import harness.systems
-import judges.cores
-import judges.scorers
-import trainer.algorithms.rewards
-import trainer.tasks.benchmark
-from harness.datasets import load_benchmark
-from harness.datasets.specs import get_benchmark
-from harness.systems.types import Episode
+import mara_bench.harness.systems as systems
+import mara_bench.judges.cores as cores
+import mara_bench.judges.scorers as scorers
+import mara_bench.trainer.algorithms.rewards as rewards
+import mara_bench.trainer.tasks.benchmark as benchmark_module
 from mara_bench.aime import DAPO_WRAPPER
-from trainer.algorithms.rewards import gold_text
-from trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
-from trainer.methods.marsrl import agent_rewards, step_metrics
-from trainer.tasks.benchmark import benchmark_task
+from mara_bench.core.episodes import Episode
+from mara_bench.harness.datasets import load_benchmark
+from mara_bench.harness.datasets.specs import get_benchmark
+from mara_bench.trainer.algorithms.rewards import gold_text
+from mara_bench.trainer.config import ConfigError, GraderConfig, TaskConfig, load_config
+from mara_bench.trainer.methods.marsrl import agent_rewards, step_metrics
+from mara_bench.trainer.tasks.benchmark import benchmark_task
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_training_split_loads_through_the_harness_loader(musique_train, monkeypa
 
 
 def test_prompts_are_built_by_the_evaluation_tasks_own_function(musique_train):
-    assert trainer.tasks.benchmark.sample_options is harness.systems.sample_options
+    assert benchmark_module.sample_options is systems.sample_options
     task = benchmark_task("musique", data=str(musique_train), judge="lexical")
     item = task.items[0]
     assert item["question"] == "Who founded company 0?" and item["answer"] == ["Founder 0", "F0"]
@@ -75,14 +75,14 @@ def test_prompts_are_built_by_the_evaluation_tasks_own_function(musique_train):
 
 
 def test_rule_rewards_call_the_same_core_as_the_scorers(musique_train, monkeypatch):
-    assert trainer.algorithms.rewards.cores is judges.cores and judges.scorers.cores is judges.cores
+    assert rewards.cores is cores and scorers.cores is cores
     task = benchmark_task("musique", data=str(musique_train), judge="lexical", judge_options={"metric": "f1"})
     item = task.items[0]
     assert task.reward(item, answered(item["question"], "It was Founder 0.")) == pytest.approx(2 / 3)
     assert task.reward(item, answered(item["question"], "Founder 7")) == pytest.approx(0.5)
     calls = []
-    real = judges.cores.lexical_values
-    monkeypatch.setattr(judges.cores, "lexical_values", lambda *a: calls.append(a) or real(*a))
+    real = cores.lexical_values
+    monkeypatch.setattr(cores, "lexical_values", lambda *a: calls.append(a) or real(*a))
     task.reward(item, answered(item["question"], "F0"))
     assert calls == [("F0", ["Founder 0", "F0"], "flashrag")]
 
@@ -92,7 +92,7 @@ def test_the_reward_equals_the_evaluation_score_of_the_same_answer(musique_train
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, get_model
 
-    from harness.evaluation import benchmark_task as evaluation_task
+    from mara_bench.harness.evaluation import benchmark_task as evaluation_task
 
     answers = ["Founder 0", "the founder 1 of it", "nobody", "F3", "\\boxed{Founder 4}"]
     model = get_model(

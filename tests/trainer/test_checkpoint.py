@@ -11,15 +11,15 @@ import textwrap
 
 import torch
 
-from trainer.run.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trainer.run.cli import main as train_main
+from mara_bench.trainer.run.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from mara_bench.trainer.run.cli import main as train_main
 
 _KILLED_WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
     import torch
-    from trainer.run.checkpoint import save_checkpoint
+    from mara_bench.trainer.run.checkpoint import save_checkpoint
 
     def slow_export(directory):
         (Path(directory) / "model.safetensors").write_bytes(b"partial")

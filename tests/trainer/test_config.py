@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import ConfigError, TrainConfig, from_dict, load_config
-from trainer.run.cli import main as train_main
+from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from mara_bench.trainer.run.cli import main as train_main
 
 RECIPE = Path(__file__).resolve().parents[2] / "trainer" / "recipes" / "grpo-toy.yaml"
 
@@ -75,8 +75,8 @@ def test_mistyped_value_names_the_field(tmp_path):
             "model: must be a mapping of keys, got 3; give a mapping of its keys (dtype, gradient_checkpointing, lora, path",
         ),
         (
-            "task: {factory: trainer.tasks.toy}\n",
-            "task.factory: 'trainer.tasks.toy' is not 'module:function'",
+            "task: {factory: mara_bench.trainer.tasks.toy}\n",
+            "task.factory: 'mara_bench.trainer.tasks.toy' is not 'module:function'",
         ),
     ],
 )
@@ -144,8 +144,8 @@ def test_a_key_given_twice_names_the_file_both_lines_and_the_fix(tmp_path):
 
 
 def test_the_method_choices_are_the_registered_methods():
-    from trainer.methods import get_method
-    from trainer.registry import METHODS
+    from mara_bench.trainer.methods import get_method
+    from mara_bench.trainer.registry import METHODS
 
     assert all(get_method(name).name == name for name in METHODS)
     with pytest.raises(
@@ -155,13 +155,13 @@ def test_the_method_choices_are_the_registered_methods():
 
 
 def test_loading_a_recipe_imports_no_torch():
-    """A recipe is checked by names alone (``trainer.registry``): the model stack loads when training
+    """A recipe is checked by names alone (``mara_bench.trainer.registry``): the model stack loads when training
     starts."""
     root = Path(__file__).resolve().parents[2]
     recipes = sorted(str(path) for path in (root / "trainer" / "recipes").glob("*.yaml"))
     assert recipes
     script = (
-        "import sys\nfrom trainer.config import load_config\n"
+        "import sys\nfrom mara_bench.trainer.config import load_config\n"
         f"for path in {recipes!r}:\n    load_config(path)\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
@@ -171,7 +171,7 @@ def test_loading_a_recipe_imports_no_torch():
 
 
 def test_building_a_config_in_code_runs_the_same_checks(toy_config):
-    from trainer.config import RolloutConfig
+    from mara_bench.trainer.config import RolloutConfig
 
     with pytest.raises(ConfigError, match="TrainConfig: parallel: 'ddp' is not a valid choice"):
         dataclasses.replace(toy_config, parallel="ddp")
@@ -197,7 +197,7 @@ def test_cli_refuses_a_bad_steps_override(tmp_path, capsys):
 
 
 def test_cli_warmup_steps_overrides_the_recipes_cold_start(tmp_path, capsys, monkeypatch):
-    from trainer.run import cli
+    from mara_bench.trainer.run import cli
 
     recipe = RECIPE.parent / "marsrl-tiny.yaml"
     assert load_config(recipe).warmup.steps > 0
@@ -221,7 +221,7 @@ def test_every_config_field_is_documented():
     import ast
     import inspect
 
-    import trainer.config as config_module
+    import mara_bench.trainer.config as config_module
 
     tree = ast.parse(inspect.getsource(config_module))
     for node in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Config")):

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import _engine_update_helpers as helpers  # noqa: E402
 
-from trainer.run.engine import Trainer  # noqa: E402
+from mara_bench.trainer.run.engine import Trainer  # noqa: E402
 
 
 def _free_port() -> int:
@@ -36,6 +36,8 @@ def _launch_two_ranks(tiny_model_dir, out):
     procs = []
     for rank in range(2):
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}
+        # the workers import this checkout's code, whatever is installed
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
         procs.append(
             subprocess.Popen([sys.executable, helpers.__file__, str(tiny_model_dir), str(out)], env=env)

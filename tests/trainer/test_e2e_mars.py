@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _e2e_helpers import assert_every_role_has_signal, score_export, warm_started
 
-from harness.systems.mars import ROLES
+from mara_bench.harness.systems.mars import ROLES
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _e2e_helpers import assert_every_role_has_signal, score_export, warm_started
 
-from harness.systems.vc import ROLES
+from mara_bench.harness.systems.vc import ROLES
 
 
 @pytest.mark.slow

@@ -12,9 +12,9 @@ import yaml
 from _e2e_helpers import ROOT, assert_every_role_has_signal, score_export, warm_started
 from test_train_run_metrics import ROLE_KEYS, mara_train
 
-from harness.systems.mask import ROLES
-from trainer.run.engine import Trainer
-from trainer.run.metrics import read_metrics
+from mara_bench.harness.systems.mask import ROLES
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.metrics import read_metrics
 
 COLD_START = {"steps": 100, "critic_steps": 10}
 """A quarter of mask-tiny's cold start and a tenth of its critic fit: enough for all five agents to write their

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _e2e_helpers import assert_every_role_has_signal, score_export, warm_started
 
-from harness.systems.matpo import ROLES
+from mara_bench.harness.systems.matpo import ROLES
 
 COLD_START_STEPS = 30
 """A quarter of the recipe's cold start: enough for planner and worker rows with a signal (what this test checks),

@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from trainer.config import RolloutConfig
-from trainer.run.engine import Trainer
-from trainer.tasks.toy import ToyTask
+from mara_bench.trainer.config import RolloutConfig
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.tasks.toy import ToyTask
 
 
 def _params(trainer: Trainer) -> list[torch.Tensor]:
@@ -94,8 +94,8 @@ def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsy
 
 
 def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
-    from trainer.algorithms.losses import policy_loss
-    from trainer.registry import POLICY_LOSSES, Named
+    from mara_bench.trainer.algorithms.losses import policy_loss
+    from mara_bench.trainer.registry import POLICY_LOSSES, Named
 
     def nan_loss(*args, **kwargs):
         loss, stats = policy_loss(*args, **kwargs)

@@ -8,10 +8,10 @@ import random
 import pytest
 from transformers import AutoModelForCausalLM
 
-from harness.providers.sampling import Sampling
-from trainer.demos import DemoPolicy, ScriptedChat
-from trainer.learner.policy import PolicyChat
-from trainer.rollouts.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.demos import DemoPolicy, ScriptedChat
+from mara_bench.trainer.episode_seeds import EpisodeSeeds, bind_episode_seed, call_seed
+from mara_bench.trainer.learner.policy import PolicyChat
 
 
 @pytest.fixture(scope="module")

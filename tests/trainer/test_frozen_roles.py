@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main as mara
-from harness.tinymodel import build_tiny_model
-from harness.typed_config import ConfigError
-from trainer.config import load_config
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.cli import main as mara
+from mara_bench.harness.tinymodel import build_tiny_model
+from mara_bench.trainer.config import load_config
 
 RECIPE = {
     "model": {"path": None, "tiny_arch": "qwen2", "tiny_hidden_size": 64},
     "task": {
-        "factory": "trainer.tasks.toy:addition_task",
+        "factory": "mara_bench.trainer.tasks.toy:addition_task",
         "args": {"n_prompts": 8, "seed": 0, "total": 7},
         "system": "vc",
         "system_options": {"accept_after": 1, "max_iterations": 1, "solver_attempts": 1},

@@ -15,14 +15,14 @@ from types import SimpleNamespace
 import pytest
 from test_train_run_metrics import mara_train
 
-from harness.systems.types import Reply
-from trainer.algorithms.scoring import ratio_metrics
-from trainer.config import load_config
-from trainer.rollouts.rollout import training_task
-from trainer.run.heldout import verifier_probe
-from trainer.run.metrics import read_metrics
-from trainer.tasks.lookup import CAPITALS, lookup_task
-from trainer.tasks.toy import addition_task
+from mara_bench.core.episodes import Reply
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.rollouts.rollout import training_task
+from mara_bench.trainer.rollouts.scoring import ratio_metrics
+from mara_bench.trainer.run.heldout import verifier_probe
+from mara_bench.trainer.run.metrics import read_metrics
+from mara_bench.trainer.tasks.lookup import CAPITALS, lookup_task
+from mara_bench.trainer.tasks.toy import addition_task
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 LEARNING_RECIPES = ["marsrl-verifier-compact.yaml", "mars-learn.yaml", "mask-learn.yaml", "matpo-learn.yaml"]
@@ -129,7 +129,7 @@ def test_the_verifier_probe_counts_what_a_hand_count_gives():
 VERIFIER_RUN = """\
 model: {{path: {model}}}
 task:
-  factory: trainer.tasks.toy:addition_task
+  factory: mara_bench.trainer.tasks.toy:addition_task
   args: {{n_prompts: 8, min_operand: 1, totals: [4, 6], heldout_totals: [9], heldout_prompts: 2,
           solver_skill: 0.5}}
   system: vc
@@ -165,7 +165,7 @@ def test_a_real_mara_train_run_logs_heldout_metrics_and_scripts_the_solver(tiny_
 LOOKUP_RUN = """\
 model: {{path: {model}}}
 task:
-  factory: trainer.tasks.lookup:lookup_task
+  factory: mara_bench.trainer.tasks.lookup:lookup_task
   args: {{n_prompts: 4, k: 2, tools: [search], generated: true, heldout_prompts: 2}}
   system: mars
   system_options: {{max_turns: 2, prompts: compact}}
@@ -206,7 +206,15 @@ def test_eval_without_a_heldout_split_is_one_line(tiny_model_dir, tmp_path):
     recipe.write_text(f"model: {{path: {tiny_model_dir}}}\neval: {{every: 1}}\nsteps: 1\n")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "train", str(recipe), "--out", str(tmp_path / "run")],
+        [
+            sys.executable,
+            "-m",
+            "mara_bench.harness.cli",
+            "train",
+            str(recipe),
+            "--out",
+            str(tmp_path / "run"),
+        ],
         env={**os.environ, "PYTHONPATH": str(root)},
         capture_output=True,
         text=True,
@@ -224,7 +232,7 @@ class ByQuestion:
     """The MARS demonstration policy at full skill, for whichever held-out question the messages carry."""
 
     def __init__(self, items: list[dict], tokenizer):
-        from trainer.demos import ScriptedChat, demo_policy
+        from mara_bench.trainer.demos import ScriptedChat, demo_policy
 
         skills = {"system1": 1.0, "system2": 1.0}
         self.chats = {
@@ -239,9 +247,9 @@ class ByQuestion:
 
 
 def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tokenizer):
-    from harness.systems import get_system
-    from trainer.methods import get_method
-    from trainer.run.heldout import system_ratios, system_runs
+    from mara_bench.harness.systems import get_system
+    from mara_bench.trainer.methods import get_method
+    from mara_bench.trainer.run.heldout import system_ratios, system_runs
 
     task = lookup_task(n_prompts=4, heldout_prompts=3, generated=True, tools=["search"])
     options = {"max_turns": 2, "prompts": "compact"}

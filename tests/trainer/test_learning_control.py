@@ -7,14 +7,14 @@ import json
 import torch
 
 from benchmarks.bench_learning import learning_run, supervised_control
-from trainer.config import load_config
-from trainer.run.engine import Trainer
-from trainer.run.heldout import heldout_metrics
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.heldout import heldout_metrics
 
 RECIPE = """\
 model: {{path: {model}}}
 task:
-  factory: trainer.tasks.lookup:lookup_task
+  factory: mara_bench.trainer.tasks.lookup:lookup_task
   args: {{n_prompts: 4, k: 2, tools: [search], generated: true, heldout_prompts: 2}}
   system: mars
   system_options: {{max_turns: 2, prompts: compact}}
@@ -64,7 +64,7 @@ def test_a_roles_signal_is_counted_on_its_trained_rows():
     from types import SimpleNamespace
 
     from benchmarks.bench_learning import step_role_stats
-    from trainer.rollouts.samples import Sample
+    from mara_bench.core.samples import Sample
 
     def row(role: str, reward: float, advantage: float | None = None) -> Sample:
         return Sample([1], [2, 3], [1, 1], role=role, reward=reward, advantage=advantage)

@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from trainer.algorithms.losses import entropy as naive_entropy
-from trainer.learner.logprobs import chunk_rows, response_scores, score_hidden
-from trainer.learner.packing import micro_batches, response_logits, token_logprobs
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.losses import entropy as naive_entropy
+from mara_bench.trainer.learner.logprobs import chunk_rows, response_scores, score_hidden
+from mara_bench.trainer.learner.packing import micro_batches, response_logits, token_logprobs
 
 
 def _naive(head: torch.nn.Linear, hidden, targets, temperature, softcap=None):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.systems import mars
-from trainer.config import load_config
-from trainer.rollouts.rollout import training_task
-from trainer.tasks.lookup import TOOLS, lookup_task
+from mara_bench.harness.systems import mars
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.rollouts.rollout import training_task
+from mara_bench.trainer.tasks.lookup import TOOLS, lookup_task
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 

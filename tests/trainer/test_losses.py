@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from trainer.algorithms.losses import (
+from mara_bench.trainer.algorithms.losses import (
     AGGREGATIONS,
     KL_ESTIMATORS,
     aggregate,

@@ -12,12 +12,19 @@ from typing import Any
 import pytest
 from _method_helpers import smoke_config
 
-from harness.systems.types import Message, Reply
-from trainer.algorithms.advantages import grpo
-from trainer.config import ConfigError, MarsRLConfig, TaskConfig, TrainConfig, from_dict, load_config
-from trainer.methods.marsrl import agent, agent_rewards, rewarded_samples, rollout
-from trainer.methods.marsrl_rollout import choose, grouped_rollout
-from trainer.run.engine import Trainer
+from mara_bench.core.episodes import Message, Reply
+from mara_bench.trainer.algorithms.advantages import grpo
+from mara_bench.trainer.config import (
+    ConfigError,
+    MarsRLConfig,
+    TaskConfig,
+    TrainConfig,
+    from_dict,
+    load_config,
+)
+from mara_bench.trainer.methods.marsrl import agent, agent_rewards, rewarded_samples, rollout
+from mara_bench.trainer.methods.marsrl_rollout import choose, grouped_rollout
+from mara_bench.trainer.run.engine import Trainer
 
 WRONG = "I think it is \\boxed{5}."
 RIGHT = "So the sum is \\boxed{7}."
@@ -309,7 +316,7 @@ def test_one_grouped_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
 
 
 def test_grouped_rollouts_ask_the_verifier_with_the_recipes_prompt_set():
-    from harness.systems.vc import verifier_messages
+    from mara_bench.harness.systems.vc import verifier_messages
 
     config = from_dict(
         TrainConfig,

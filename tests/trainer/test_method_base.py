@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.methods.base import concatenate, lead_then_helpers, train_final_reply_only
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.methods.base import concatenate, lead_then_helpers, train_final_reply_only
 
 
 def row(role: str, parent: int | None = None, mask: list[int] | None = None) -> Sample:
@@ -32,7 +32,8 @@ def test_lead_then_helpers_puts_the_lead_first_and_hangs_the_helpers_off_it():
 def test_an_episode_without_exactly_one_lead_sample_names_the_system(leads):
     samples = [row("system2") for _ in range(leads)] + [row("system1")]
     with pytest.raises(
-        ValueError, match=rf"one system2 sample .*got {leads}: is the episode from harness.systems.mars"
+        ValueError,
+        match=rf"one system2 sample .*got {leads}: is the episode from mara_bench.harness.systems.mars",
     ):
         lead_then_helpers(samples, "system2", "system1", system="mars")
 

@@ -9,11 +9,11 @@ import pytest
 import torch
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
-from trainer.config import TaskConfig
-from trainer.methods.base import GroupNorm
-from trainer.methods.mars import balanced_samples, rewarded_samples, system_advantages
-from trainer.rollouts.samples import Sample
-from trainer.run.engine import Trainer
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.advantages import GroupNorm
+from mara_bench.trainer.config import TaskConfig
+from mara_bench.trainer.methods.mars import balanced_samples, rewarded_samples, system_advantages
+from mara_bench.trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})
@@ -102,7 +102,7 @@ def test_system1_rows_are_duplicated_up_to_g_and_absent_system1_trains_system2_a
 
 def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path, tiny_tokenizer):
     task = TaskConfig(
-        factory="trainer.tasks.lookup:lookup_task",
+        factory="mara_bench.trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},  # "What is the capital of Arvena?": exact match with "Lomir" is the reward
         system="mars",
         system_options={"max_turns": 2},

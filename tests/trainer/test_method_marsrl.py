@@ -9,11 +9,11 @@ import pytest
 import torch
 from _method_helpers import run, smoke_config, two_steps
 
-from trainer.algorithms.advantages import grpo
-from trainer.config import TaskConfig
-from trainer.methods import get_method
-from trainer.methods.marsrl import agent, agent_rewards, rewarded_samples
-from trainer.run.engine import Trainer
+from mara_bench.trainer.algorithms.advantages import grpo
+from mara_bench.trainer.config import TaskConfig
+from mara_bench.trainer.methods import get_method
+from mara_bench.trainer.methods.marsrl import agent, agent_rewards, rewarded_samples
+from mara_bench.trainer.run.engine import Trainer
 
 WRONG = "I think it is \\boxed{5}."
 RIGHT = "So the sum is \\boxed{7}."
@@ -124,7 +124,7 @@ def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path, chain):
 
 
 def test_verifier_precision_recall_and_corrector_fix_rate(chain):
-    from trainer.methods.marsrl import step_metrics
+    from mara_bench.trainer.methods.marsrl import step_metrics
 
     # verifiers: V1 flags the wrong solver (caught), V2 flags C1's right answer (false alarm), V2 passes C2;
     # correctors: C1 fixes the wrong solver answer; C2 revised a right answer (not a fix attempt); the one Solver

@@ -8,9 +8,9 @@ import math
 import pytest
 from _method_helpers import run, smoke_config, tool_returning, two_steps
 
-from trainer.config import TaskConfig
-from trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
-from trainer.run.engine import Trainer
+from mara_bench.trainer.config import TaskConfig
+from mara_bench.trainer.methods.mask import METHOD, f1_reward, rewarded_samples, turn_rewards
+from mara_bench.trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 SCRIPTS = {
@@ -73,7 +73,7 @@ def test_every_call_is_one_sample_rewarded_on_its_own(tiny_tokenizer):
 def one_lookup_question() -> TaskConfig:
     """The look-up task with one question, run by the mask system with an answer every turn (eq. 3)."""
     return TaskConfig(
-        factory="trainer.tasks.lookup:lookup_task",
+        factory="mara_bench.trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},
         system="mask",
         system_options={"max_iterations": 1, "answer_every_turn": True},
@@ -94,8 +94,8 @@ def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, t
 
 
 def test_trajectory_level_ablation_rewards_every_call_with_the_final_f1(tiny_model_dir, tiny_tokenizer):
-    from trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
-    from trainer.methods import get_method
+    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
+    from mara_bench.trainer.methods import get_method
 
     run_ = episode(answer_every_turn=True)
     ablation = TrainConfig(
@@ -162,8 +162,8 @@ MALFORMED = {
 
 
 def configured(**switches):
-    from trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
-    from trainer.methods import get_method
+    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
+    from mara_bench.trainer.methods import get_method
 
     algorithm = AlgorithmConfig(method="mask", advantage="gae", mask=MaskConfig(**switches))
     return get_method("mask").configured(TrainConfig(algorithm=algorithm))

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 from _method_helpers import RewardByAnswer, run, smoke_config, tool_returning, two_steps
 
-from harness.prompts.sets import prompt_set
-from trainer.config import TaskConfig
-from trainer.methods.base import GroupNorm
-from trainer.methods.matpo import (
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.trainer.algorithms.advantages import GroupNorm
+from mara_bench.trainer.config import TaskConfig
+from mara_bench.trainer.methods.matpo import (
     advantages,
     matpo_reward,
     planner_format,
     rewarded_samples,
     worker_formats,
 )
-from trainer.methods.mcp_format import format_reward
-from trainer.run.engine import Trainer
+from mara_bench.trainer.methods.mcp_format import format_reward
+from mara_bench.trainer.run.engine import Trainer
 
 ITEM = {"id": "q", "question": "What is the capital of Arvena?", "answer": "Lomir"}
 TASK = RewardByAnswer({"Lomir": 1.0, "Paris": 0.0})
@@ -144,7 +144,7 @@ def test_worker_rows_get_their_planners_scalar_advantage_on_their_own_masks(samp
 
 def test_one_training_step_on_the_tiny_model(tiny_model_dir, tmp_path):
     task = TaskConfig(
-        factory="trainer.tasks.lookup:lookup_task",
+        factory="mara_bench.trainer.tasks.lookup:lookup_task",
         args={"n_prompts": 1},
         system="matpo",
         system_options={"max_turns": 2, "worker_max_turns": 1},

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import AlgorithmConfig, load_config
-from trainer.methods import get_method
+from mara_bench.trainer.config import AlgorithmConfig, load_config
+from mara_bench.trainer.methods import get_method
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 

@@ -9,8 +9,8 @@ import warnings
 
 import pytest
 
-from trainer.run.engine import Trainer
-from trainer.run.metrics import (
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.metrics import (
     CURVES_FILE,
     METRICS_FILE,
     TENSORBOARD_DIR,

@@ -9,10 +9,10 @@ import inspect
 import pytest
 from _method_helpers import run
 
-import harness.systems.outcomes as outcomes
-import harness.systems.types as types
-from harness.systems.outcomes import VerifierOutcome, WorkerOutcome
-from harness.systems.types import Episode
+import mara_bench.core.episodes as types
+import mara_bench.harness.systems.outcomes as outcomes
+from mara_bench.core.episodes import Episode
+from mara_bench.harness.systems.outcomes import VerifierOutcome, WorkerOutcome
 
 
 @pytest.mark.parametrize("module", [types, outcomes])

@@ -8,9 +8,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-import trainer.learner.policy as policy_module
-from harness.providers.sampling import Sampling
-from trainer.learner.packing import (
+import mara_bench.trainer.learner.policy as policy_module
+from mara_bench.core.samples import Sample
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.learner.packing import (
     micro_batches,
     padding_share,
     plan_buckets,
@@ -18,8 +19,7 @@ from trainer.learner.packing import (
     response_logits,
     token_logprobs,
 )
-from trainer.learner.policy import PolicyChat
-from trainer.rollouts.samples import Sample
+from mara_bench.trainer.learner.policy import PolicyChat
 
 
 @pytest.fixture(scope="module")

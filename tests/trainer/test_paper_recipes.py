@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.systems import get_system
-from trainer.config import load_config, to_dict
-from trainer.methods import get_method
+from mara_bench.harness.systems import get_system
+from mara_bench.trainer.config import load_config, to_dict
+from mara_bench.trainer.methods import get_method
 
 RECIPES = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
 SOURCES = RECIPES / "sources"

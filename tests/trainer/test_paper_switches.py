@@ -8,9 +8,9 @@ import pytest
 from _method_helpers import smoke_config, two_steps
 from test_method_marsrl import RIGHT, SAYS_CORRECT, vc_episode
 
-from trainer.config import MarsRLConfig, TaskConfig
-from trainer.run.engine import Trainer
-from trainer.tasks.toy import ToyTask
+from mara_bench.trainer.config import MarsRLConfig, TaskConfig
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.tasks.toy import ToyTask
 
 
 def test_marsrl_vc_trains_only_the_verifier_and_corrector(tiny_model_dir, tmp_path):

@@ -8,10 +8,17 @@ import dataclasses
 import pytest
 import torch
 
-from trainer.learner.distributed import Distributed
-from trainer.rollouts.parity import SHARE, ParityError, action, check, measured_rows, parity_metrics
-from trainer.rollouts.samples import Sample
-from trainer.run.engine import Trainer
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.rollouts.parity import (
+    SHARE,
+    ParityError,
+    action,
+    check,
+    measured_rows,
+    parity_metrics,
+)
+from mara_bench.trainer.run.engine import Trainer
 
 
 def _sample(role, n):

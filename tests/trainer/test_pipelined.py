@@ -1,4 +1,4 @@
-"""MarsRL's pipelined and segmented rollouts in the real trainer (``trainer.rollouts.pipelined``): the
+"""MarsRL's pipelined and segmented rollouts in the real trainer (``mara_bench.trainer.rollouts.pipelined``): the
 staleness bound holds, an agent's samples train while later agents of its chains still decode, importance
 ratios use the sampler's own logprobs, and a ``mara train`` run of a pipelined recipe reports the staleness
 and waiting metrics."""
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_train_run_metrics import mara_train
 
-from trainer.config import ConfigError, MarsRLConfig, TrainConfig, from_dict, load_config, to_dict
-from trainer.rollouts import pipeline_units, pipelined
-from trainer.run.engine import Trainer
-from trainer.run.metrics import read_metrics
+from mara_bench.trainer.config import ConfigError, MarsRLConfig, TrainConfig, from_dict, load_config, to_dict
+from mara_bench.trainer.rollouts import pipeline_units, pipelined
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "trainer" / "recipes" / "marsrl-tiny.yaml"

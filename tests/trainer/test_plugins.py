@@ -1,5 +1,5 @@
 """The trainer's plug-in points: ``algorithm.advantage`` and ``algorithm.policy_loss`` name entries of
-``trainer.registry.ADVANTAGE_ESTIMATORS`` and ``trainer.registry.POLICY_LOSSES``; the engine calls what the
+``mara_bench.trainer.registry.ADVANTAGE_ESTIMATORS`` and ``mara_bench.trainer.registry.POLICY_LOSSES``; the engine calls what the
 recipe names, and an unknown name is refused when the recipe is loaded."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 import torch
 import yaml
 
-from trainer.algorithms.estimators import TokenAdvantages
-from trainer.algorithms.losses import policy_loss
-from trainer.config import ConfigError, load_config, to_dict
-from trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named
-from trainer.run.engine import Trainer
+from mara_bench.trainer.algorithms.estimators import TokenAdvantages
+from mara_bench.trainer.algorithms.losses import policy_loss
+from mara_bench.trainer.config import ConfigError, load_config, to_dict
+from mara_bench.trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named
+from mara_bench.trainer.run.engine import Trainer
 
 
 def recipe(tmp_path, config, **algorithm):

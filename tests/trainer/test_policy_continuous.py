@@ -10,11 +10,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from harness.providers.batching import RequestBatcher
-from harness.providers.generation import PromptTooLongError
-from harness.providers.sampling import Sampling
-from trainer.config import ConfigError, RolloutConfig, TrainConfig, from_dict
-from trainer.learner.policy import PolicyChat
+from mara_bench.harness.providers.batching import RequestBatcher
+from mara_bench.harness.providers.generation import PromptTooLongError
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.config import ConfigError, RolloutConfig, TrainConfig, from_dict
+from mara_bench.trainer.learner.policy import PolicyChat
 
 GREEDY = {"temperature": 0.0}
 
@@ -166,7 +166,7 @@ def test_scheduler_settings_are_validated(tiny_model, tiny_tokenizer):
 
 @pytest.mark.parametrize("scheduler", ["continuous", "static"])
 def test_engine_builds_the_configured_scheduler(toy_config, tmp_path, scheduler):
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.run.engine import Trainer
 
     config = dataclasses.replace(
         toy_config, rollout=dataclasses.replace(toy_config.rollout, scheduler=scheduler)

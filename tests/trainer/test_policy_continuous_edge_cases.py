@@ -9,8 +9,8 @@ import gc
 import pytest
 from transformers import AutoModelForCausalLM
 
-from harness.providers.sampling import Sampling
-from trainer.learner.policy import PolicyChat
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.learner.policy import PolicyChat
 
 
 @pytest.fixture(scope="module")

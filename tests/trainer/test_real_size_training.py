@@ -15,11 +15,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 import _engine_update_helpers as helpers  # noqa: E402
 
-from trainer.config import ConfigError, load_config  # noqa: E402
-from trainer.learner.logprobs import response_scores  # noqa: E402
-from trainer.learner.mini_batches import row_parts  # noqa: E402
-from trainer.learner.packing import micro_batches  # noqa: E402
-from trainer.run.engine import Trainer  # noqa: E402
+from mara_bench.trainer.config import ConfigError, load_config  # noqa: E402
+from mara_bench.trainer.learner.logprobs import response_scores  # noqa: E402
+from mara_bench.trainer.learner.mini_batches import row_parts  # noqa: E402
+from mara_bench.trainer.learner.packing import micro_batches  # noqa: E402
+from mara_bench.trainer.run.engine import Trainer  # noqa: E402
 
 
 def trainer_with(tiny_model_dir, tmp_path, *, prompts=2, model=None, **algorithm) -> Trainer:
@@ -128,8 +128,8 @@ def test_a_context_budget_bounds_the_whole_conversation(tiny_model_dir, tiny_tok
 
     from transformers import AutoModelForCausalLM
 
-    from harness.providers.sampling import Sampling
-    from trainer.learner.policy import PolicyChat
+    from mara_bench.harness.providers.sampling import Sampling
+    from mara_bench.trainer.learner.policy import PolicyChat
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     question = [{"role": "user", "content": "What is 3 + 4?"}]

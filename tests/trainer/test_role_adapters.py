@@ -11,16 +11,16 @@ import pytest
 import torch
 import yaml
 
-from harness.providers.loading import load_checkpoint
-from harness.providers.resolve import CheckpointError, resolve_checkpoint
-from trainer.config import ConfigError, TrainConfig, from_dict, load_config
-from trainer.learner.adapters import BaseWeights, RoleAdapters, adapter_sha256, base_sha256
-from trainer.run.cli import main as train_cli
+from mara_bench.harness.providers.loading import load_checkpoint
+from mara_bench.harness.providers.resolve import CheckpointError, resolve_checkpoint
+from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from mara_bench.trainer.learner.adapters import BaseWeights, RoleAdapters, adapter_sha256, base_sha256
+from mara_bench.trainer.run.cli import main as train_cli
 
 VC_RECIPE = {
     "model": {"path": None, "tiny_arch": "qwen2", "tiny_hidden_size": 64, "lora": {"r": 8, "alpha": 16}},
     "task": {
-        "factory": "trainer.tasks.toy:addition_task",
+        "factory": "mara_bench.trainer.tasks.toy:addition_task",
         "args": {"n_prompts": 8, "seed": 0, "total": 7},
         "system": "vc",
         "system_options": {"accept_after": 1, "max_iterations": 1, "solver_attempts": 1},
@@ -135,7 +135,7 @@ def test_the_plan_gives_shared_roles_one_adapter_and_frozen_roles_none_to_train(
 
 @pytest.mark.slow
 def test_each_role_trains_its_own_adapter_over_the_frozen_base_and_exports_it(tmp_path, monkeypatch):
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.run.engine import Trainer
 
     monkeypatch.chdir(tmp_path)
     trainer = Trainer(from_dict(TrainConfig, VC_RECIPE, "test"), tmp_path / "run")

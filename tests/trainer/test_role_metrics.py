@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.algorithms.losses import aggregate, policy_loss
-from trainer.rollouts.samples import Sample
-from trainer.run import role_metrics
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.losses import aggregate, policy_loss
+from mara_bench.trainer.learner import role_metrics
 
 
 def row(role: str, reward: float, advantage, mask=(1, 1, 0)) -> Sample:

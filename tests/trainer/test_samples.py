@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.chat_template import render_prompt
-from harness.systems.types import Episode, ModelCall, Reply
-from trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.core.episodes import Episode, ModelCall, Reply
+from mara_bench.core.samples import Sample
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.trainer.samples import samples_from_episode
 
 
 def _call(id_, role, messages, text, parent=None, response_ids=None):
@@ -106,10 +107,10 @@ def test_a_re_rendered_multi_turn_sample_holds_the_exact_prompt_ids_the_policy_g
 
     from transformers import AutoModelForCausalLM
 
-    import harness.providers.transformers_api as transformers_api
-    import trainer.rollouts.samples as samples
-    from harness.providers.sampling import Sampling
-    from trainer.learner.policy import PolicyChat
+    import mara_bench.harness.providers.transformers_api as transformers_api
+    import mara_bench.trainer.samples as samples
+    from mara_bench.harness.providers.sampling import Sampling
+    from mara_bench.trainer.learner.policy import PolicyChat
 
     assert transformers_api.render_prompt is samples.render_prompt  # generation and training: one renderer
     messages = [

@@ -1,4 +1,4 @@
-"""Segment rollouts (``trainer.rollouts.segments``): decoding in fixed-length segments gives what one
+"""Segment rollouts (``mara_bench.trainer.rollouts.segments``): decoding in fixed-length segments gives what one
 unsegmented decode gives when the weights do not change, and each token's behaviour logprob is the sampling
 weights' own."""
 
@@ -11,13 +11,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import generate
-from harness.providers.sampling import Sampling
-from trainer.learner.logprobs import response_scores
-from trainer.learner.packing import micro_batches
-from trainer.rollouts.samples import Sample
-from trainer.rollouts.segments import SegmentedChat
+from mara_bench.core.samples import Sample
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import generate
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.learner.logprobs import response_scores
+from mara_bench.trainer.learner.packing import micro_batches
+from mara_bench.trainer.rollouts.segments import SegmentedChat
 
 TEMPERATURE = 0.85
 QUESTIONS = ("What is 2 + 5?", "Add 3 and 4, then explain.", "hi")

@@ -7,9 +7,9 @@ import math
 
 import torch
 
-from trainer.algorithms.mastered_tokens import mastered_positive_tokens
-from trainer.rollouts.samples import Sample
-from trainer.run.step_record import drop_zero_variance, zero_variance_keys
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.mastered_tokens import mastered_positive_tokens
+from mara_bench.trainer.step_record import drop_zero_variance, zero_variance_keys
 
 
 def row(key: str, reward: float, parent=None) -> Sample:

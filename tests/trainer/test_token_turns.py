@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from harness.chat_template import render_prompt
-from harness.providers.generation import Completion
-from harness.providers.sampling import Sampling
-from harness.systems.types import Episode, ModelCall
-from trainer.learner.policy import PolicyChat
-from trainer.rollouts.samples import samples_from_episode
+from mara_bench.core.episodes import Episode, ModelCall
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.generation import Completion
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.learner.policy import PolicyChat
+from mara_bench.trainer.samples import samples_from_episode
 
 QUESTION = [{"role": "user", "content": "Say the word."}]
 

@@ -1,6 +1,6 @@
 """A training rollout records its tool calls, and a rollout with ``tool_cache: replay`` (the recipe's
 ``task.system_options``, as ``mara train --tool-cache``) gives identical episodes without running a tool: the
-trainer's own toolbox construction (``trainer.rollouts.rollout.task_toolbox``) over the lookup task's corpus
+trainer's own toolbox construction (``mara_bench.trainer.rollouts.rollout.task_toolbox``) over the lookup task's corpus
 toolbox, MARS as the system, and a deterministic chat standing in for the policy."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from argparse import Namespace
 import pytest
 from _e2e_helpers import ROOT
 
-from harness.systems import get_system
-from harness.systems.types import Reply, Toolbox
-from trainer.config import load_config
-from trainer.rollouts.rollout import Rollout, task_toolbox
-from trainer.run.cli import with_tool_cache_flags
-from trainer.tasks.lookup import lookup_task
+from mara_bench.core.episodes import Reply, Toolbox
+from mara_bench.harness.systems import get_system
+from mara_bench.trainer.config import load_config
+from mara_bench.trainer.rollouts.rollout import Rollout, task_toolbox
+from mara_bench.trainer.run.cli import with_tool_cache_flags
+from mara_bench.trainer.tasks.lookup import lookup_task
 
 ANSWER = re.compile(r"The capital of \w+ is (\w+)")
 

@@ -19,11 +19,11 @@ RECIPE = ROOT / "trainer" / "recipes" / "grpo-toy.yaml"
 
 
 def torchrun_train(recipe: Path, out: Path) -> dict[str, torch.Tensor]:
-    """``torchrun --standalone --nproc_per_node 2 -m harness.cli train RECIPE --out OUT --steps 2``; the
+    """``torchrun --standalone --nproc_per_node 2 -m mara_bench.harness.cli train RECIPE --out OUT --steps 2``; the
     exported weights of its last step."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    command += ["-m", "harness.cli", "train", str(recipe), "--out", str(out), "--steps", "2"]
+    command += ["-m", "mara_bench.harness.cli", "train", str(recipe), "--out", str(out), "--steps", "2"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert f"run directory: {out}" in done.stdout

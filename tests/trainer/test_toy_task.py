@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from harness.systems.types import Episode
-from trainer.tasks.toy import NUMBER_FIRST, addition_task, reply_reward
+from mara_bench.core.episodes import Episode
+from mara_bench.trainer.tasks.toy import NUMBER_FIRST, addition_task, reply_reward
 
 
 @pytest.mark.parametrize(

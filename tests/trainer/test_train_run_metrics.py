@@ -12,7 +12,7 @@ from pathlib import Path
 
 from _fake_grader import FakeGrader
 
-from trainer.run.metrics import read_metrics
+from mara_bench.trainer.run.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE_KEYS = ("samples", "reward_mean", "adv_nonzero_frac", "loss", "entropy", "response_tokens", "clip_frac")
@@ -20,7 +20,7 @@ ROLE_KEYS = ("samples", "reward_mean", "adv_nonzero_frac", "loss", "entropy", "r
 
 def mara_train(recipe: Path, out: Path, *args: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "harness.cli", "train", str(recipe), "--out", str(out), *args]
+    command = [sys.executable, "-m", "mara_bench.harness.cli", "train", str(recipe), "--out", str(out), *args]
     done = subprocess.run(command, cwd=recipe.parent, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 

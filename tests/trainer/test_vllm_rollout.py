@@ -12,13 +12,17 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.chat_template import render_prompt
-from harness.providers.backends import AUTO_VLLM_MIN_BYTES, REFERENCE_BYTES, breakeven_tokens
-from harness.providers.generation import Completion
-from harness.providers.sampling import Sampling
-from trainer.config import ConfigError, load_config
-from trainer.learner.policy import PolicyChat
-from trainer.rollouts.vllm_rollout import completion_from_output, rollout_backend, sampling_params_kwargs
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.backends import AUTO_VLLM_MIN_BYTES, REFERENCE_BYTES, breakeven_tokens
+from mara_bench.harness.providers.generation import Completion
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.config import ConfigError, load_config
+from mara_bench.trainer.learner.policy import PolicyChat
+from mara_bench.trainer.rollouts.vllm_rollout import (
+    completion_from_output,
+    rollout_backend,
+    sampling_params_kwargs,
+)
 
 HAS_VLLM_GPU = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
 
@@ -133,7 +137,7 @@ def test_chat_batches_concurrent_calls_into_one_generator_call(tiny_tokenizer):
 def test_synced_vllm_engine_samples_with_the_policy_weights(tiny_model_dir, tiny_tokenizer):
     from transformers import AutoModelForCausalLM
 
-    from trainer.rollouts.vllm_rollout import VLLMGenerator
+    from mara_bench.trainer.rollouts.vllm_rollout import VLLMGenerator
 
     policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir).cuda()
     engine = VLLMGenerator(tiny_model_dir, dtype="float32", seed=0, gpu_memory_utilization=0.2)

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.systems import get_system
-from harness.systems.outcomes import IntermediateAnswer
-from harness.systems.types import Episode
-from trainer.config import ConfigError, TrainConfig, from_dict, load_config
-from trainer.demos.text import named_capital
-from trainer.rollouts.samples import Sample
-from trainer.run.engine import Trainer
-from trainer.run.warmup import (
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.harness.systems import get_system
+from mara_bench.harness.systems.outcomes import IntermediateAnswer
+from mara_bench.trainer import registry
+from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict, load_config
+from mara_bench.trainer.demos import POLICIES
+from mara_bench.trainer.demos.text import named_capital
+from mara_bench.trainer.run.engine import Trainer
+from mara_bench.trainer.run.warmup import (
     demo_episodes,
     demo_returns,
     demo_samples,
@@ -142,6 +144,13 @@ def test_critic_steps_without_a_critic_fail_at_load():
         )
 
 
+def test_the_registry_names_the_systems_with_demonstrations_and_their_skills():
+    """A recipe is checked against ``registry.DEMO_SKILLS`` (without importing the demonstrations)."""
+    assert {name: entry.load() for name, entry in registry.DEMO_SKILLS.items()} == {
+        name: policy.skills for name, policy in POLICIES.items()
+    }
+
+
 def test_a_warm_up_for_a_system_without_demonstrations_fails_at_load():
     with pytest.raises(ConfigError, match="warmup.steps: no demonstration policy .* 'direct'"):
         from_dict(TrainConfig, {"task": {"system": "direct"}, "warmup": {"steps": 10}})
@@ -170,7 +179,7 @@ def test_demonstrations_are_judged_by_an_asynchronous_judge_and_unscored_ones_dr
 
 def _verdicts_right(trainer: Trainer) -> list[bool]:
     """For every Verifier call of the recipe's demonstrations: whether its verdict matches the judged solution."""
-    from trainer.methods.marsrl import agent_rewards
+    from mara_bench.trainer.methods.marsrl import agent_rewards
 
     right = []
     for item in trainer.task.items:
@@ -245,8 +254,8 @@ def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
 def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_answer_and_parse(
     tiny_model_dir, tmp_path
 ):
-    from harness.systems.vc import solution_text, verifier_messages
-    from judges.math import extract_answer
+    from mara_bench.harness.systems.vc import solution_text, verifier_messages
+    from mara_bench.judges.math import extract_answer
 
     trainer = _trainer("marsrl-verifier-compact.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_skills = {"verifier": 1.0}
@@ -283,8 +292,8 @@ def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp
 
 
 def test_the_matpo_demonstrations_on_the_compact_prompts_copy_the_country_and_parse(tiny_model_dir, tmp_path):
-    from harness.systems.matpo import WORKER_TOOLS, parse_tool_use
-    from trainer.methods.matpo import planner_format
+    from mara_bench.harness.systems.matpo import WORKER_TOOLS, parse_tool_use
+    from mara_bench.trainer.methods.matpo import planner_format
 
     trainer = _trainer("matpo-learn.yaml", tiny_model_dir, tmp_path)
     assert trainer.config.task.system_options["prompts"] == "compact"

@@ -12,7 +12,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache for the 
 
 @pytest.fixture(scope="session")
 def vllm_model_dir(tmp_path_factory):
-    from harness.tinymodel import build_tiny_model
+    from mara_bench.harness.tinymodel import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-256"), hidden_size=256)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.chat_template import render_prompt
-from trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
-from trainer.rollouts.parity import SYNC_PROBE, sync_gap
-from trainer.run.engine import Trainer
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.trainer.config import ModelConfig, OptimConfig, RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.rollouts.parity import SYNC_PROBE, sync_gap
+from mara_bench.trainer.run.engine import Trainer
 
 pytestmark = pytest.mark.vllm
 

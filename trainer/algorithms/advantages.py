@@ -1,20 +1,25 @@
 """Advantage arithmetic: plain tensor functions (the recipe picks an estimator by name in
-``trainer.algorithms.estimators``).
+``mara_bench.trainer.algorithms.estimators``).
 
 * ``grpo`` -- group-normalised outcome rewards (GRPO; ``normalize_std=False`` is Dr.GRPO).
 * ``broadcast`` -- a parent's scalar advantage spread over each child's own loss mask (MATPO's planner → workers).
 * ``gae`` -- generalised advantage estimation over the unmasked tokens only (M-ASK's PPO with a shared critic).
 
 Helpers: ``whiten`` (masked standardisation) and ``resample_to`` (MARS's balanced sampling of System-1 samples).
+``GroupNorm`` is a recipe's GRPO normalisation and ``group_advantages`` applies it to a question's samples.
 Shapes: ``B`` rows (samples), ``T`` tokens per row (right-padded), masks are 1 on tokens that take the loss.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.config import AlgorithmConfig
 
 
 def grpo(
@@ -164,3 +169,29 @@ def resample_to(
     full_copies, extra = divmod(size, m)
     chosen = torch.cat([pool.repeat(full_copies), pool[torch.randperm(m, generator=generator)[:extra]]])
     return chosen[torch.randperm(size, generator=generator)]
+
+
+@dataclass(frozen=True)
+class GroupNorm:
+    """How group-relative advantages are normalised (the ``algorithm.grpo_*`` settings)."""
+
+    eps: float = 1e-6
+    unbiased: bool = True
+    normalize_std: bool = True
+
+    @classmethod
+    def of(cls, algo: AlgorithmConfig) -> GroupNorm:
+        """The recipe's ``algorithm.grpo_*`` normalisation."""
+        return cls(eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std)
+
+
+def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:
+    """``(len(samples),)`` GRPO advantages of the rows' rewards, normalised within each ``group_key`` under
+    ``norm`` (``mara_bench.trainer.algorithms.advantages.grpo``)."""
+    return grpo(
+        [s.reward for s in samples],
+        [s.group_key for s in samples],
+        eps=norm.eps,
+        unbiased=norm.unbiased,
+        normalize_std=norm.normalize_std,
+    )

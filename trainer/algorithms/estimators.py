@@ -1,5 +1,5 @@
 """Advantage estimators by name: ``algorithm.advantage`` in a recipe picks one from
-``trainer.registry.ADVANTAGE_ESTIMATORS``.
+``mara_bench.trainer.registry.ADVANTAGE_ESTIMATORS``.
 
 Every estimator has one signature, ``estimate(batch: AdvantageBatch) -> TokenAdvantages``: the update's rows in
 micro-batch order, their loss masks and, for an estimator that ``needs_critic``, the critic's values; it returns each
@@ -8,7 +8,7 @@ row's advantage on the ``Sample`` (the step's dump shows it). The engine loads a
 estimator needs one.
 
 * ``grpo`` -- group-normalised outcome rewards over each ``group_key``
-  (``trainer.algorithms.advantages.grpo``), broadcast over the row's trained tokens; a method that assigns its
+  (``mara_bench.trainer.algorithms.advantages.grpo``), broadcast over the row's trained tokens; a method that assigns its
   own advantages per question (MARS's per-system groups and balanced sampling, MATPO's planner-to-worker
   broadcast) keeps them;
 * ``gae`` -- PPO's generalised advantage estimation with a critic, the row's reward on its last trained token
@@ -24,11 +24,10 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
-from trainer import registry
-from trainer.algorithms.advantages import gae
-from trainer.config import AlgorithmConfig
-from trainer.methods.base import GroupNorm, group_advantages
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.trainer import registry
+from mara_bench.trainer.algorithms.advantages import GroupNorm, gae, group_advantages
+from mara_bench.trainer.config import AlgorithmConfig
 
 
 @dataclass(frozen=True)
@@ -98,6 +97,6 @@ def gae_advantages(batch: AdvantageBatch) -> TokenAdvantages:
 
 
 def advantage_estimator(name: str) -> AdvantageEstimator:
-    """The estimator registered as ``name``; an unknown name raises ``judges.named``'s ValueError."""
+    """The estimator registered as ``name``; an unknown name raises ``mara_bench.core.named``'s ValueError."""
     entry = registry.entry(registry.ADVANTAGE_ESTIMATORS, name, "advantage estimator")
     return AdvantageEstimator(name, entry.load(), entry.needs_critic)

@@ -1,8 +1,8 @@
 """Policy-gradient losses: clipped surrogate, KL estimators, entropy and split-invariant loss aggregation.
 
-Plain tensor functions, chosen by name from the recipe through ``trainer.registry.POLICY_LOSSES``
+Plain tensor functions, chosen by name from the recipe through ``mara_bench.trainer.registry.POLICY_LOSSES``
 (``algorithm.policy_loss``), ``KL_ESTIMATORS`` (``algorithm.kl_kind``) and ``AGGREGATIONS``
-(``algorithm.loss_mode``), each looked up with ``judges.named``. Shapes: ``B`` rows (samples), ``T`` tokens
+(``algorithm.loss_mode``), each looked up with ``mara_bench.core.named``. Shapes: ``B`` rows (samples), ``T`` tokens
 per row (right-padded), ``V`` vocabulary; masks are 1 on the tokens that take the loss.
 
 Split invariance. ``aggregate`` divides by counts of the WHOLE batch when given (``global_tokens``: unmasked
@@ -20,8 +20,8 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from judges import named
-from trainer import registry
+from mara_bench.core import named
+from mara_bench.trainer import registry
 
 LOG_RATIO_LIMIT = 20.0
 """Log-ratios are clamped to ±20 before ``exp`` so one wild token cannot overflow the loss (as verl does)."""
@@ -224,7 +224,7 @@ class PolicyLoss(Protocol):
 
 
 def get_policy_loss(name: str) -> PolicyLoss:
-    """The policy loss registered as ``name``; an unknown name raises ``judges.named``'s ValueError."""
+    """The policy loss registered as ``name``; an unknown name raises ``mara_bench.core.named``'s ValueError."""
     return registry.entry(registry.POLICY_LOSSES, name, "policy loss").load()
 
 

@@ -1,11 +1,11 @@
 """Training rewards from the harness's judges: the same scoring code that evaluates a checkpoint rewards it.
 
-* Rule judges (``math``, ``lexical``) reward through their pure cores (``judges.cores``), the functions the
+* Rule judges (``math``, ``lexical``) reward through their pure cores (``mara_bench.judges.cores``), the functions the
   Inspect scorers call: ``math`` gives 1/0 for an equivalent final answer; ``lexical`` gives one of its values
   (``em`` by default, ``acc`` or ``f1``; an item M-ASK's variant leaves out of F1 falls back to its ``em``).
 * LLM judges (``hle`` -- MARS's reward, arXiv:2510.04935 C.3 -- and ``simpleqa`` -- MATPO's, arXiv:2510.04678) ask a grader
-  with the judge's own prompt and strict parser (``judges.hle`` / ``judges.simpleqa`` through
-  ``judges.grader.ask_grader``, as their scorers do). The grader is any Inspect model string (``openai/gpt-4o``,
+  with the judge's own prompt and strict parser (``mara_bench.judges.hle`` / ``mara_bench.judges.simpleqa`` through
+  ``mara_bench.judges.grader.ask_grader``, as their scorers do). The grader is any Inspect model string (``openai/gpt-4o``,
   ``mockllm/model``, ``vllm/...``), or an OpenAI-compatible endpoint (``openai-api/<name>/<model>`` with
   ``base_url``). Each judgement is awaited as soon as its episode ends, so judging overlaps the other rollouts; it
   runs under a timeout, is retried on timeouts and failed calls (tenacity, exponential back-off), and is cached by
@@ -22,8 +22,8 @@ from typing import Any
 
 from inspect_ai.scorer import Target
 
-from judges import cores
-from trainer.task_config import GraderConfig
+from mara_bench.judges import cores
+from mara_bench.trainer.task_config import GraderConfig
 
 RULE_JUDGES = ("math", "lexical")
 LLM_JUDGES = ("hle", "simpleqa")
@@ -57,7 +57,7 @@ def check_judge_options(judge: str, options: dict[str, Any]) -> None:
             f"task.judge_options {unknown} do not apply to judge {judge!r}; valid: {sorted(allowed) or 'none'}"
         )
     if judge == "lexical":
-        from judges.lexical import check_variant
+        from mara_bench.judges.lexical import check_variant
 
         check_variant(options.get("variant", "flashrag"))
         if options.get("metric", "em") not in LEXICAL_METRICS:
@@ -100,7 +100,7 @@ class LLMJudgeReward:
 
     def _request(self, question: str, gold: str, response: str) -> tuple[str, Any, Any]:
         """(prompt, parser, response schema) exactly as the judge's scorer builds them."""
-        from judges import hle, simpleqa
+        from mara_bench.judges import hle, simpleqa
 
         if self.judge == "hle":
             return hle.judge_prompt(question, response, gold), hle.parse_verdict, hle.RESPONSE_SCHEMA
@@ -111,7 +111,7 @@ class LLMJudgeReward:
         return float(verdict.correct if self.judge == "hle" else verdict == "CORRECT")
 
     async def _ask_once(self, question: str, gold: str, response: str) -> float | None:
-        from judges.grader import ask_grader
+        from mara_bench.judges.grader import ask_grader
 
         prompt, parse, schema = self._request(question, gold, response)
         outcome = await asyncio.wait_for(

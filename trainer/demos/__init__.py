@@ -1,4 +1,4 @@
-"""Scripted demonstration policies for the cold start (``trainer.run.warmup``), one per harness system.
+"""Scripted demonstration policies for the cold start (``mara_bench.trainer.run.warmup``), one per harness system.
 
 A demonstration policy plays every role of its system the way the system's parser expects (MARS tool calls with a
 purpose, MarsRL verdicts, MATPO worker requests, M-ASK sub-queries, evidence and knowledge-state updates), reading
@@ -7,7 +7,7 @@ role, the probability its decision is right; a recipe's ``warmup.demo_skills`` o
 fine-tuned model then keeps every role's outputs varied enough for group-relative advantages to be non-zero.
 
 ``ScriptedChat`` serves a policy as a harness ``Chat``, so demonstrations run through the real system code
-(``harness.systems``) and give exactly the Episodes an RL rollout gives.
+(``mara_bench.harness.systems``) and give exactly the Episodes an RL rollout gives.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.systems.types import Message
-from harness.systems.types import Reply as ModelReply
-from trainer.demos import mars, mask, matpo, vc
-from trainer.rollouts.episode_seeds import call_seed
+from mara_bench.core.episodes import Message
+from mara_bench.core.episodes import Reply as ModelReply
+from mara_bench.trainer.demos import mars, mask, matpo, vc
+from mara_bench.trainer.episode_seeds import call_seed
 
 Skills = Mapping[str, float]
 """Role -> probability that the scripted decision of that role is right."""

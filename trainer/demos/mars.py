@@ -1,5 +1,5 @@
 """MARS's demonstration policy (System 2 and System 1) for look-up questions over a corpus
-(``trainer.tasks.lookup``); replies are kept short so that a tiny model reproduces them intact.
+(``mara_bench.trainer.tasks.lookup``); replies are kept short so that a tiny model reproduces them intact.
 
 * System 2, first turn: one ``search`` tool call with its purpose (the query also matches other countries'
   passages, so System 1's bin holds distractors); later turns:
@@ -16,9 +16,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.mars import SYSTEM1, SYSTEM2
-from harness.systems.types import Message
-from trainer.demos.text import (
+from mara_bench.core.episodes import Message
+from mara_bench.harness.systems.mars import SYSTEM1, SYSTEM2
+from mara_bench.trainer.demos.text import (
     country,
     distractors,
     last_content,

@@ -1,5 +1,5 @@
 """M-ASK's demonstration policy (plan, search, summary, update, answer) for look-up questions over a corpus
-(``trainer.tasks.lookup``), in the tags ``harness.systems.mask`` parses; replies are kept short so that a tiny
+(``mara_bench.trainer.tasks.lookup``), in the tags ``mara_bench.harness.systems.mask`` parses; replies are kept short so that a tiny
 model reproduces them intact. The answer tag and the empty search history follow the system's prompt version.
 
 * Plan: one sub-question (the country) with an unknown answer, or -- with probability ``skills["plan"]``, as a model
@@ -20,9 +20,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.mask import ANSWER, LAYOUTS, PLAN, SEARCH, SUMMARY, UPDATE
-from harness.systems.types import Message
-from trainer.demos.text import (
+from mara_bench.core.episodes import Message
+from mara_bench.harness.systems.mask import ANSWER, LAYOUTS, PLAN, SEARCH, SUMMARY, UPDATE
+from mara_bench.trainer.demos.text import (
     country,
     distractors,
     last_content,

@@ -1,7 +1,7 @@
 """MATPO's demonstration policy (planner and worker) for look-up questions over a corpus
-(``trainer.tasks.lookup``), in the paper's MCP tool-call format (``harness.systems.matpo``); replies are kept
+(``mara_bench.trainer.tasks.lookup``), in the paper's MCP tool-call format (``mara_bench.harness.systems.matpo``); replies are kept
 short so that a tiny model reproduces them intact. The replies read the question from the item, not from the
-prompt text, so they play both prompt sets (``harness.systems.matpo`` option ``prompts``: paper or compact).
+prompt text, so they play both prompt sets (``mara_bench.harness.systems.matpo`` option ``prompts``: paper or compact).
 
 * Planner, first turn: delegates the country as its subtask through ``search_and_browse``; later turns:
   ``\\boxed{}`` with the capital the worker's summary names (with probability ``skills["planner"]``, else another
@@ -17,9 +17,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.matpo import PLANNER, PLANNER_SERVER, PLANNER_TOOL, WORKER
-from harness.systems.types import Message
-from trainer.demos.text import (
+from mara_bench.core.episodes import Message
+from mara_bench.harness.systems.matpo import PLANNER, PLANNER_SERVER, PLANNER_TOOL, WORKER
+from mara_bench.trainer.demos.text import (
     country,
     distractors,
     last_content,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from harness.systems.types import Message
-from trainer.tasks.lookup import CAPITALS, KNOWN_CAPITALS, POOL
+from mara_bench.core.episodes import Message
+from mara_bench.trainer.tasks.lookup import CAPITALS, KNOWN_CAPITALS, POOL
 
 _COUNTRY = re.compile(r"capital of (\w+)")
 

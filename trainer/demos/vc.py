@@ -1,5 +1,5 @@
 """The V-C system's demonstration policy (MarsRL's Solver, Verifier and Corrector) for questions with a known
-numeric answer (``trainer.tasks.toy.addition_task``).
+numeric answer (``mara_bench.trainer.tasks.toy.addition_task``).
 
 * Solver: ``\\boxed{answer}``, right with probability ``skills["solver"]`` (else off by 1 to 3);
 * Verifier: restates the judged answer, then the ``Correctness`` field the V-C parser reads: the true verdict with
@@ -15,11 +15,11 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from harness.systems.types import Message
-from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
-from judges.math import extract_answer
-from trainer.algorithms.rewards import gold_text
-from trainer.demos.text import last_content
+from mara_bench.core.episodes import Message
+from mara_bench.harness.systems.vc import CORRECTOR, SOLVER, VERIFIER
+from mara_bench.judges.math import extract_answer
+from mara_bench.trainer.algorithms.rewards import gold_text
+from mara_bench.trainer.demos.text import last_content
 
 SKILLS = {SOLVER: 0.5, VERIFIER: 0.75, CORRECTOR: 0.7}
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from harness.providers.adapter_rows import BASE, adapter_rows, lora_layers
-from trainer.adapter_config import LoraConfig, RoleConfig
+from mara_bench.harness.providers.adapter_rows import BASE, adapter_rows, lora_layers
+from mara_bench.trainer.adapter_config import LoraConfig, RoleConfig
 
 SHARED = "shared"
 """The adapter every ``shared`` role trains."""

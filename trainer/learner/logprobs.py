@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from trainer.learner.adapters import routed
+from mara_bench.trainer.learner.adapters import routed
 
 CHUNK_BYTES = 64 * 2**20
 """fp32 bytes of one chunk's ``(C, V)`` logits (64 MiB: about 110 rows at a 150k vocabulary, 512 at 32k); the
@@ -228,7 +228,7 @@ def response_scores(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> TokenScores:
     """Logprobs (and entropies) of ``batch``'s response tokens (``batch`` is a
-    ``trainer.learner.packing.MicroBatch``) under ``model`` at ``temperature``, flat, row after row
+    ``mara_bench.trainer.learner.packing.MicroBatch``) under ``model`` at ``temperature``, flat, row after row
     (``split(batch.response_lengths)`` per row).
 
     One forward pass in which the output head computes no logits: a pre-hook takes the final hidden states at

@@ -5,7 +5,7 @@
 ``rollout.prompts_per_step`` questions makes ``prompts_per_step / ppo_mini_batch_size`` optimizer steps per
 ``ppo_epochs``. Each rank cuts its own rows, in the order they were made (question after question), into that many
 consecutive parts of near-equal row counts, so every rank takes the same number of optimizer steps. Each part is
-then laid out in token-budget micro-batches (``trainer.learner.packing``) whose ``rows`` index the whole
+then laid out in token-budget micro-batches (``mara_bench.trainer.learner.packing``) whose ``rows`` index the whole
 step's rows.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from trainer.learner.packing import MicroBatch, micro_batches
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.learner.packing import MicroBatch, micro_batches
 
 
 def mini_batch_count(prompts_per_step: int, ppo_mini_batch_size: int | None) -> int:

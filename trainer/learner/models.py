@@ -1,7 +1,7 @@
 """The models a run trains and reads: the base weights (a tiny model built into the run directory when the
 recipe names none), loaded onto this rank's device, sharded when the run is FSDP -- the policy, the frozen
 reference when the KL penalty is on, and the critic when the advantage estimator needs one. Under ``model.lora``
-the policy is the frozen base with one LoRA adapter per role (``trainer.learner.adapters``) and the reference is
+the policy is the frozen base with one LoRA adapter per role (``mara_bench.trainer.learner.adapters``) and the reference is
 that base with its adapters switched off."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
-from harness.packaged_models import model_location
-from trainer.config import TrainConfig
-from trainer.learner.adapters import BaseWeights, RoleAdapters, attach
-from trainer.learner.distributed import Distributed
+from mara_bench.harness.packaged_models import model_location
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.learner.adapters import BaseWeights, RoleAdapters, attach
+from mara_bench.trainer.learner.distributed import Distributed
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Models:
     tokenizer: Any
     policy: torch.nn.Module
     reference: torch.nn.Module | None
-    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``trainer.run.warmup`` sets it to the
+    """The frozen policy at the start (``algorithm.kl_coef`` > 0); ``mara_bench.trainer.run.warmup`` sets it to the
     warmed-up one."""
     critic: torch.nn.Module | None
     """A token-value head on the base model (an estimator that needs a critic)."""
@@ -45,7 +45,7 @@ def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Pa
         return model_location(config.model.path)
     path = run_dir / "base-model"
     if dist.is_main and not (path / "config.json").exists():
-        from harness.tinymodel import build_tiny_model
+        from mara_bench.harness.tinymodel import build_tiny_model
 
         model = config.model
         build_tiny_model(path, arch=model.tiny_arch, seed=config.seed, hidden_size=model.tiny_hidden_size)
@@ -90,7 +90,7 @@ def load_models(
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     if config.model.lora is not None:
-        from harness.systems import SYSTEMS
+        from mara_bench.harness.systems import SYSTEMS
 
         roles = SYSTEMS[config.task.system].roles
         plan = RoleAdapters.plan(roles, config.roles, config.optim.lr)

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from harness.binpack import first_fit_decreasing
-from trainer.learner.adapters import routed
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.harness.binpack import first_fit_decreasing
+from mara_bench.trainer.learner.adapters import routed
 
 LAYOUTS = ("bucket", "pack")
 
@@ -76,7 +76,7 @@ class MicroBatch:
     """Tokens that are not padding."""
     roles: list[str] = dataclasses.field(default_factory=list)
     """The role of each sample, in ``rows`` order (a policy with per-role adapters routes each row through its
-    role's: ``trainer.learner.adapters.routed``)."""
+    role's: ``mara_bench.trainer.learner.adapters.routed``)."""
 
     @property
     def slots(self) -> int:

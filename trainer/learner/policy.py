@@ -1,17 +1,17 @@
 """The policy being trained, served as a harness ``Chat``, so rollouts run the same system code as evaluation.
 
 ``PolicyChat`` renders messages with the tokenizer's chat template and samples with the shared generation core
-(``harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
-contract -- the vLLM engine of ``trainer.rollouts.vllm_rollout``. Under per-role LoRA adapters (``adapters``)
+(``mara_bench.harness.providers.generation``, transformers on CPU or GPU), or with any other ``Generator`` of the same
+contract -- the vLLM engine of ``mara_bench.trainer.rollouts.vllm_rollout``. Under per-role LoRA adapters (``adapters``)
 each call decodes through its role's adapter, calls of different roles in one batch. A call that continues an earlier
 conversation is given the token ids that conversation was generated with, not a re-tokenisation of its text
-(``trainer.rollouts.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
+(``mara_bench.trainer.token_turns``). Every ``Reply`` carries the prompt ids, the response ids (ending with the
 end-of-turn token unless truncated) and their logprobs under the model's unmodified distribution. Two
 schedulers batch the calls of concurrent episodes (``asyncio.gather`` over a group, or parallel agents inside
 one episode):
 
 * ``static``: the calls pending together run as ONE generator call, each row with its own sampling settings, in a
-  worker thread -- the ``local/`` provider's static scheduler (``harness.providers.batching.RequestBatcher``) with
+  worker thread -- the ``local/`` provider's static scheduler (``mara_bench.harness.providers.batching.RequestBatcher``) with
   no wait window; calls issued meanwhile form the next batch, after that whole batch has finished (the longest
   row).
 * ``continuous`` (transformers only): one ``DecodeBatch`` driven from the event loop, without threads or clocks.
@@ -31,16 +31,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.chat_template import render_prompt
-from harness.providers.batching import RequestBatcher, Waiting, settle
-from harness.providers.generation import Completion, DecodeBatch, generate
-from harness.providers.sampling import Sampling
-from harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
-from harness.systems.types import Message, Reply
-from trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
-from trainer.learner.adapters import RoleAdapters
-from trainer.rollouts.episode_seeds import call_seed
-from trainer.rollouts.token_turns import TurnIds
+from mara_bench.core.episodes import Message, Reply
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.batching import RequestBatcher, Waiting, settle
+from mara_bench.harness.providers.generation import Completion, DecodeBatch, generate
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.providers.scheduler import SETTLE_TICKS, GenerationRequest
+from mara_bench.trainer.config import ROLLOUT_SCHEDULERS as SCHEDULERS
+from mara_bench.trainer.episode_seeds import call_seed
+from mara_bench.trainer.learner.adapters import RoleAdapters
+from mara_bench.trainer.token_turns import TurnIds
 
 SAMPLING_FIELDS = tuple(f.name for f in dataclasses.fields(Sampling))
 
@@ -52,7 +52,7 @@ PROMPT_CACHE_SIZE = 4096
 chat template's rendering costs about as much as a decode step of the tiny model). Full: it starts over."""
 
 Generator = Callable[[list[list[int]], list[Sampling]], list[Completion]]
-"""Completes each prompt (token ids) with its own ``Sampling``, in order (``harness.providers.generation``'s
+"""Completes each prompt (token ids) with its own ``Sampling``, in order (``mara_bench.harness.providers.generation``'s
 contract: response ids with their logprobs under the unmodified model distribution)."""
 
 

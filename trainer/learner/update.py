@@ -1,10 +1,10 @@
 """The update step: one batch of rows becomes an optimizer step on the policy (and the critic).
 
 Old logprobs are recomputed on micro-batches when the batch takes more than one optimizer step (``ppo_epochs`` > 1
-or several PPO mini-batches, ``trainer.learner.mini_batches``; with one step the policy being trained is the
+or several PPO mini-batches, ``mara_bench.trainer.learner.mini_batches``; with one step the policy being trained is the
 one that sampled, so the training forward's own detached logprobs are the old ones, as TRL does), reference
 logprobs and critic values likewise; the recipe's advantage estimator (``algorithm.advantage``,
-``trainer.algorithms.estimators``) assigns advantages over the whole batch; then per epoch and mini-batch, the
+``mara_bench.trainer.algorithms.estimators``) assigns advantages over the whole batch; then per epoch and mini-batch, the
 recipe's policy loss (``algorithm.policy_loss``, the clipped surrogate) plus KL, entropy and value loss is
 accumulated over its micro-batches with the mini-batch's GLOBAL token/row counts, gradients are summed across
 ranks and clipped, and AdamW steps -- unless the loss or the gradient norm is non-finite, which skips the rest
@@ -21,19 +21,19 @@ from torch import Tensor
 from torch.distributed.tensor import DTensor
 from torch.nn.utils.rnn import pad_sequence
 
-from trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
-from trainer.algorithms.losses import aggregate, get_policy_loss, kl
-from trainer.algorithms.mastered_tokens import mastered_positive_tokens
-from trainer.config import TrainConfig
-from trainer.learner.adapters import adapter_parameters, plan_of
-from trainer.learner.distributed import Distributed
-from trainer.learner.logprobs import response_scores
-from trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
-from trainer.learner.offload import optimizer_on_device
-from trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
-from trainer.methods import Method
-from trainer.rollouts.samples import Sample
-from trainer.run import role_metrics
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
+from mara_bench.trainer.algorithms.losses import aggregate, get_policy_loss, kl
+from mara_bench.trainer.algorithms.mastered_tokens import mastered_positive_tokens
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.learner import role_metrics
+from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.learner.logprobs import response_scores
+from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
+from mara_bench.trainer.learner.offload import optimizer_on_device
+from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
+from mara_bench.trainer.methods import Method
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:
@@ -44,7 +44,7 @@ def pad_rows(values: list[Tensor]) -> Tensor:
 @dataclass(frozen=True)
 class LossCounts:
     """The whole batch's counts every micro-batch's loss share divides by
-    (``trainer.algorithms.losses.aggregate``)."""
+    (``mara_bench.trainer.algorithms.losses.aggregate``)."""
 
     global_tokens: int
     """Trained tokens, over micro-batches and ranks."""

@@ -1,4 +1,4 @@
-"""The training methods, by name (``algorithm.method`` in a recipe, ``trainer.registry.METHODS``): how
+"""The training methods, by name (``algorithm.method`` in a recipe, ``mara_bench.trainer.registry.METHODS``): how
 episodes become rewarded samples and which advantages they get.
 
 * ``grpo`` -- plain GRPO on the episode's outcome reward (any system);
@@ -11,12 +11,13 @@ episodes become rewarded samples and which advantages they get.
 
 from __future__ import annotations
 
-from trainer import registry
-from trainer.methods.base import GroupNorm, Method, concatenate, group_advantages
+from mara_bench.trainer import registry
+from mara_bench.trainer.algorithms.advantages import GroupNorm, group_advantages
+from mara_bench.trainer.methods.base import Method, concatenate
 
 
 def get_method(name: str) -> Method:
-    """The method registered as ``name`` (``trainer.registry.METHODS``); an unknown name raises a ValueError
+    """The method registered as ``name`` (``mara_bench.trainer.registry.METHODS``); an unknown name raises a ValueError
     listing the known ones."""
     return registry.entry(registry.METHODS, name, "algorithm.method").load()
 

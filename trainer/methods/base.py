@@ -1,7 +1,7 @@
 """What a training method is, and the sample plumbing every method shares.
 
 A method says how ONE question's group of episodes becomes rewarded samples (``rewarded_samples``), which advantage
-estimator (``trainer.algorithms.estimators``) the recipe must choose for it (``estimator``), and -- when its
+estimator (``mara_bench.trainer.algorithms.estimators``) the recipe must choose for it (``estimator``), and -- when its
 advantages are not the estimator's plain GRPO over ``group_key`` -- how it assigns them itself
 (``advantages``, run per question after every reward is known to be finite; it may also change the set of
 rows, as MARS's balanced sampling does). A method may also sample a question's episodes itself (``rollout``:
@@ -20,41 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from torch import Tensor
-
-from harness.systems.types import Chat, Episode, ModelCall
-from trainer.algorithms.advantages import grpo
-from trainer.config import AlgorithmConfig, TrainConfig
-from trainer.rollouts.samples import Sample, sample_from_call
+from mara_bench.core.episodes import Chat, Episode, ModelCall
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.advantages import GroupNorm
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.samples import sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
 """``rewarded_samples(item, episodes, task, tokenizer) -> samples`` for one question and its group of episodes."""
-
-
-@dataclass(frozen=True)
-class GroupNorm:
-    """How group-relative advantages are normalised (the ``algorithm.grpo_*`` settings)."""
-
-    eps: float = 1e-6
-    unbiased: bool = True
-    normalize_std: bool = True
-
-    @classmethod
-    def of(cls, algo: AlgorithmConfig) -> GroupNorm:
-        """The recipe's ``algorithm.grpo_*`` normalisation."""
-        return cls(eps=algo.grpo_eps, unbiased=algo.grpo_unbiased_std, normalize_std=algo.grpo_normalize_std)
-
-
-def group_advantages(samples: Sequence[Sample], norm: GroupNorm) -> Tensor:
-    """``(len(samples),)`` GRPO advantages of the rows' rewards, normalised within each ``group_key`` under
-    ``norm`` (``trainer.algorithms.advantages.grpo``)."""
-    return grpo(
-        [s.reward for s in samples],
-        [s.group_key for s in samples],
-        eps=norm.eps,
-        unbiased=norm.unbiased,
-        normalize_std=norm.normalize_std,
-    )
 
 
 Advantages = Callable[[list[Sample], GroupNorm], list[Sample]]
@@ -143,7 +116,7 @@ def lead_then_helpers(samples: list[Sample], lead: str, helper: str, system: str
     if len(leads) != 1:
         raise ValueError(
             f"a {system} episode must give one {lead} sample (its conversation), got {len(leads)}: "
-            f"is the episode from harness.systems.{system}?"
+            f"is the episode from mara_bench.harness.systems.{system}?"
         )
     helpers = [s for s in samples if s.role == helper]
     for sample in helpers:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.systems.types import Episode
-from trainer.methods.base import Method, concatenate, question_id
-from trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.methods.base import Method, concatenate, question_id
+from mara_bench.trainer.samples import samples_from_episode
 
 
 def rewarded_samples(

@@ -1,4 +1,4 @@
-"""MARS (arXiv:2510.04935 §3.2.2-3.2.3, appendix C.3-C.5): dual-system GRPO for ``harness.systems.mars``.
+"""MARS (arXiv:2510.04935 §3.2.2-3.2.3, appendix C.3-C.5): dual-system GRPO for ``mara_bench.harness.systems.mars``.
 
 * Reward (eq. 8, C.3): the trajectory's outcome (``task.reward``: 1 when the judge calls the ``<answer>`` correct,
   else 0), shared by the trajectory's System-2 sample and all its System-1 samples.
@@ -8,7 +8,7 @@
 * Advantages (eq. 5): normalised within the question's G System-2 samples and, separately, within its M System-1
   samples (group keys ``<question>/system2`` and ``<question>/system1``).
 * Balanced sampling (§3.2.2): AFTER the advantages, the System-1 samples are randomly down-sampled (M > G) or
-  duplicated (M < G) to exactly G (``trainer.algorithms.advantages.resample_to``). A question whose G
+  duplicated (M < G) to exactly G (``mara_bench.trainer.algorithms.advantages.resample_to``). A question whose G
   trajectories made no System-1 call has no System-1 rows to draw from and trains System 2 alone.
 * Objective (eq. 6-7): L = L_sys2 + L_sys1, both GRPO on the same batch (the recipe's loss settings; eq. 9 is the
   per-sequence token mean, ``seq-mean-token-mean``).
@@ -19,18 +19,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.systems.mars import SYSTEM1, SYSTEM2
-from harness.systems.types import Episode
-from trainer.algorithms.advantages import resample_to
-from trainer.methods.base import (
-    GroupNorm,
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.harness.systems.mars import SYSTEM1, SYSTEM2
+from mara_bench.trainer.algorithms.advantages import GroupNorm, group_advantages, resample_to
+from mara_bench.trainer.methods.base import (
     Method,
     concatenate,
-    group_advantages,
     lead_then_helpers,
     role_group,
 )
-from trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.trainer.samples import samples_from_episode
 
 
 def trajectory_samples(item: dict[str, Any], episode: Episode, reward: float, tokenizer: Any) -> list[Sample]:

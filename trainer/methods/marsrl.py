@@ -1,10 +1,10 @@
 """MarsRL (arXiv:2511.11373 §3.1-3.4): agent-specific verifiable rewards for the V-C reasoning system
-(``harness.systems.vc``), trained with GRPO normalised per (question, agent).
+(``mara_bench.harness.systems.vc``), trained with GRPO normalised per (question, agent).
 
 Rewards (§3.2), each against the reference answer -- never the trajectory's outcome:
 
-* Solver, Corrector1/Corrector2: +1 when the call's own answer matches the reference (``judges.math``), else -1;
-* Verifier1/Verifier2: +1 when its verdict (``harness.systems.vc.parse_verdict``, recorded by the system) equals
+* Solver, Corrector1/Corrector2: +1 when the call's own answer matches the reference (``mara_bench.judges.math``), else -1;
+* Verifier1/Verifier2: +1 when its verdict (``mara_bench.harness.systems.vc.parse_verdict``, recorded by the system) equals
   the true correctness of the solution it judged, else -1 (an unparsable or truncated report has no verdict: -1).
 
 Agents (§3.1): Verifier1 judges the Solver's solution and Verifier2 a Corrector's; Corrector1 revises after
@@ -14,13 +14,13 @@ of its prompt, which is not trained (only its own reply is).
 
 Rollouts (§3.3-3.4, ``algorithm.marsrl`` in the recipe): ``chains`` (the default) runs the system's ordinary
 rollouts, ``group_size`` V-C runs per question, grouped per (question, agent) as above; ``grouped`` runs the
-paper's grouped agentic rollouts (``trainer.methods.marsrl_rollout``): one episode per question whose calls form a
+paper's grouped agentic rollouts (``mara_bench.trainer.methods.marsrl_rollout``): one episode per question whose calls form a
 tree -- ``group_size`` Solver samples, then each later agent samples ``group_size`` outputs on each of 2 outputs of
 the previous agent chosen by the ``random`` / ``balanced`` / ``adaptive`` strategy -- grouped per (question, agent,
 shared input): ``<question>/solver`` and ``<question>/<agent>/<input call id>``.
 
 Throughput schedules (§3.3-3.4, ``algorithm.marsrl.pipeline`` / ``rollout.segment_tokens``):
-``trainer.rollouts.pipelined`` trains each (question, agent) group as soon as every chain of the question is
+``mara_bench.trainer.rollouts.pipelined`` trains each (question, agent) group as soon as every chain of the question is
 past that agent (``AGENT_RANK``, ``next_agent``), while the next agents and questions keep decoding; without
 them every agent's samples enter the same step's update once the question's rollout ends.
 """
@@ -30,13 +30,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness.systems.outcomes import VerifierOutcome
-from harness.systems.types import Chat, Episode, ModelCall
-from harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
-from judges import cores
-from trainer.algorithms.rewards import gold_text
-from trainer.config import TrainConfig
-from trainer.methods.base import (
+from mara_bench.core.episodes import Chat, Episode, ModelCall
+from mara_bench.core.samples import Sample
+from mara_bench.harness.systems.outcomes import VerifierOutcome
+from mara_bench.harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
+from mara_bench.judges import cores
+from mara_bench.trainer.algorithms.rewards import gold_text
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.methods.base import (
     GroupRollout,
     Method,
     Ratio,
@@ -45,15 +46,14 @@ from trainer.methods.base import (
     role_group,
     train_final_reply_only,
 )
-from trainer.methods.marsrl_rollout import GROUPED_OPTIONS, GroupedRolloutOutcome, grouped_rollout
-from trainer.rollouts.samples import Sample
+from mara_bench.trainer.methods.marsrl_rollout import GROUPED_OPTIONS, GroupedRolloutOutcome, grouped_rollout
 
 POSITIVE, NEGATIVE = 1.0, -1.0
 
 
 def solution_is_correct(call: ModelCall, reference: str) -> bool:
     """Whether a Solver/Corrector call's answer (text after ``</think>``) matches the reference (§3.2), by the
-    ``math`` judge's own core (``judges.cores.math_verdict``, what scores an evaluation)."""
+    ``math`` judge's own core (``mara_bench.judges.cores.math_verdict``, what scores an evaluation)."""
     return cores.math_verdict(solution_text(call), reference)[1]
 
 

@@ -5,7 +5,7 @@ One question becomes ONE episode holding a tree of calls, every call a training 
 1. the Solver samples ``group_size`` solutions (each its own call on the bare problem: no retry of a truncated one);
 2. each later agent -- Verifier1, Corrector1, Verifier2, Corrector2, the paper's five, cut at ``agents`` -- chooses
    2 outputs of the agent before it (pooled over all of that agent's groups) and samples ``group_size`` outputs on
-   EACH, through the V-C system's own steps (``harness.systems.vc.ask_verifier`` / ``ask_corrector``), the
+   EACH, through the V-C system's own steps (``mara_bench.harness.systems.vc.ask_verifier`` / ``ask_corrector``), the
    Verifier and Corrector with the vc system's ``prompts`` set, the Corrector with its ``bug_report`` (the only vc
    options a fixed tree has: ``GROUPED_OPTIONS``).
 
@@ -13,7 +13,7 @@ What may be chosen: a Verifier judges only untruncated solutions (the evaluation
 one); a Corrector revises only after a report whose verdict is Wrong ("the Corrector exclusively samples outputs
 that contain identified errors"; a truncated or unparsable report flags nothing).
 
-Which 2 are chosen (§3.4), "positive" being an output whose agent reward (``trainer.methods.marsrl``) is +1 -- a
+Which 2 are chosen (§3.4), "positive" being an output whose agent reward (``mara_bench.trainer.methods.marsrl``) is +1 -- a
 right solution, or a report whose verdict matches the judged solution's true correctness:
 
 * ``random``: 2 of the eligible outputs, uniformly;
@@ -42,9 +42,9 @@ from functools import partial
 from itertools import chain, zip_longest
 from typing import Literal
 
-from harness.systems.outcomes import Outcome, VerifierOutcome
-from harness.systems.types import Chat, Episode, EpisodeRecorder, ModelCall
-from harness.systems.vc import (
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, ModelCall
+from mara_bench.harness.systems.outcomes import Outcome, VerifierOutcome
+from mara_bench.harness.systems.vc import (
     CORRECTOR,
     DEFAULT_PROMPTS,
     SOLVER,
@@ -54,7 +54,7 @@ from harness.systems.vc import (
     ask_solver,
     ask_verifier,
 )
-from trainer.config import MARSRL_SELECTIONS
+from mara_bench.trainer.config import MARSRL_SELECTIONS
 
 STAGES = (SOLVER, VERIFIER, CORRECTOR, VERIFIER, CORRECTOR)
 """The paper's five training agents in order: Solver, Verifier1, Corrector1, Verifier2, Corrector2."""

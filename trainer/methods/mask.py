@@ -1,4 +1,4 @@
-"""M-ASK (arXiv:2601.04703 §3.3, appendix F algorithm 1): turn-level rewards for ``harness.systems.mask``, trained by
+"""M-ASK (arXiv:2601.04703 §3.3, appendix F algorithm 1): turn-level rewards for ``mara_bench.harness.systems.mask``, trained by
 independent PPO with one shared critic (the engine's GAE path; the paper's code uses gamma = lambda = 1).
 
 Every agent call is one transition of the replay buffer (algorithm 1, lines 9, 16, 29-32) and one sample, rewarded
@@ -15,7 +15,7 @@ every call whose reply breaks its role's strict format, on top of its F1 or ΔF1
 ``algorithm.mask.reward: trajectory`` is the paper's ablation of the turn-level design: every call of the
 episode is rewarded with the F1 of the trajectory's final answer (``trajectory_rewards``).
 
-F1 is ``judges.lexical`` under M-ASK's own variant (``"mask"``); a yes/no item that variant leaves out of the F1
+F1 is ``mara_bench.judges.lexical`` under M-ASK's own variant (``"mask"``); a yes/no item that variant leaves out of the F1
 average is rewarded by its exact match, which is the token F1 of a one-word answer.
 """
 
@@ -25,13 +25,20 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from harness.systems.mask import ANSWER, PLAN, SEARCH
-from harness.systems.outcomes import FormatCheck, IntermediateAnswer, SearchOutcome
-from harness.systems.types import Episode, ModelCall
-from judges.lexical import score
-from trainer.config import TrainConfig
-from trainer.methods.base import Method, Ratio, RewardedSamples, call_samples, concatenate, question_id
-from trainer.rollouts.samples import Sample
+from mara_bench.core.episodes import Episode, ModelCall
+from mara_bench.core.samples import Sample
+from mara_bench.harness.systems.mask import ANSWER, PLAN, SEARCH
+from mara_bench.harness.systems.outcomes import FormatCheck, IntermediateAnswer, SearchOutcome
+from mara_bench.judges.lexical import score
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.methods.base import (
+    Method,
+    Ratio,
+    RewardedSamples,
+    call_samples,
+    concatenate,
+    question_id,
+)
 
 END_REWARD = 0.0
 """Algorithm 1, line 16: the Search agent's ``<end>`` transition."""

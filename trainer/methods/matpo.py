@@ -1,12 +1,12 @@
 """MATPO (arXiv:2510.04678, "Multi-Agent Tool-Integrated Policy Optimization" and the experimental setup):
-planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
+planner/worker GRPO for ``mara_bench.harness.systems.matpo``, both roles in one model.
 
 * Reward: MATPO's reward manager with workers (``SubagentToolRewardManager._call_include_subagent_tool``,
   mzf666/MATPO@3c41d62 ``verl/workers/reward_manager/subagent_tool.py``, weights 0.9 / 0.1 from its GRPO configs):
   ``0.9 * acc + 0.5 * (0.1 * fmt_planner + mean over the worker rollouts of 0.1 * fmt_worker)``; a rollout without
   any worker gets ``0.9 * acc + 0.1 * fmt_planner`` (its ``_call_only_main_agent``). ``acc`` is the task's outcome
   reward (the judge's 1/0); each ``fmt`` is MATPO's code's tool-format reward (``check_mcp_format``,
-  ``trainer.methods.mcp_format``) over one agent's turns: the planner's, and each worker rollout's (its tool loop
+  ``mara_bench.trainer.methods.mcp_format``) over one agent's turns: the planner's, and each worker rollout's (its tool loop
   and final summary): the share of ``<use_mcp_tool>`` blocks (thinking included) that call a listed tool as its
   schema asks, 1.0 without any block. The schemas are the role's paper system prompt's (the tools are the same
   whichever prompt set the agent was shown). One difference: the released manager scores a whole batch at once,
@@ -17,7 +17,7 @@ planner/worker GRPO for ``harness.systems.matpo``, both roles in one model.
   each worker rollout (its tool loop and final summary) is one sample whose ``parent`` is its planner's row.
 * Advantages (methodology: P(τ) factorises into the planner's and its workers' rollouts, so all share r(τ)):
   GRPO over the question's G planner rewards; each worker row gets its planner's SCALAR advantage on its OWN loss
-  mask (``trainer.algorithms.advantages.broadcast``) -- not a copy of the planner's token tensor.
+  mask (``mara_bench.trainer.algorithms.advantages.broadcast``) -- not a copy of the planner's token tensor.
 """
 
 from __future__ import annotations
@@ -28,21 +28,20 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from harness.prompts.sets import prompt_set
-from harness.systems.matpo import PLANNER, WORKER
-from harness.systems.outcomes import WorkerOutcome
-from harness.systems.types import Episode
-from trainer.algorithms.advantages import broadcast
-from trainer.methods.base import (
-    GroupNorm,
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.harness.systems.matpo import PLANNER, WORKER
+from mara_bench.harness.systems.outcomes import WorkerOutcome
+from mara_bench.trainer.algorithms.advantages import GroupNorm, broadcast, group_advantages
+from mara_bench.trainer.methods.base import (
     Method,
     concatenate,
-    group_advantages,
     lead_then_helpers,
     question_id,
 )
-from trainer.methods.mcp_format import format_reward
-from trainer.rollouts.samples import Sample, samples_from_episode
+from mara_bench.trainer.methods.mcp_format import format_reward
+from mara_bench.trainer.samples import samples_from_episode
 
 ACC_WEIGHT, FMT_WEIGHT, WORKERS_SHARE = 0.9, 0.1, 0.5
 """MATPO's accuracy and tool-format weights, and the planner/worker split of the format term (module docstring)."""

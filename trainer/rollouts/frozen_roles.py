@@ -5,7 +5,7 @@ Solver makes that generalisation a training target too, and MATPO's worker can b
 same way. ``RoutedChat`` sends a frozen role's calls to its Inspect model (``local/…``, ``openai/…``,
 ``openai-api/<service>/…`` for an OpenAI-compatible endpoint) and every other role's to the policy. A frozen role's
 calls come back as text, so the method still builds its rewarded rows (re-tokenised), and the scoring leaves those
-rows out (``trainer.algorithms.scoring.trained_agent``): the policy never trains on another model's tokens,
+rows out (``mara_bench.trainer.rollouts.scoring.trained_agent``): the policy never trains on another model's tokens,
 and the frozen model is never updated.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from harness.systems.inspect_adapter import InspectChat
-from harness.systems.types import Episode, Message, Reply
+from mara_bench.core.episodes import Episode, Message, Reply
+from mara_bench.harness.systems.inspect_adapter import InspectChat
 
 
 class RoutedChat:

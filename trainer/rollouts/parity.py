@@ -2,7 +2,7 @@
 
 Every generated token carries the logprob the engine gave it (``Reply.logprobs``: the unmodified distribution,
 temperature 1, on either backend). Before the update, the policy that sampled -- the weights the engine was
-synced to -- scores the same rows at temperature 1 (``trainer.learner.logprobs.response_scores``), and the
+synced to -- scores the same rows at temperature 1 (``mara_bench.trainer.learner.logprobs.response_scores``), and the
 per-token absolute difference is the gap. A backend whose weights did not sync, whose kernels or dtype differ,
 or a rollout whose token ids were re-tokenised shows up here instead of as a silently biased gradient.
 
@@ -31,12 +31,12 @@ from typing import Any
 
 import torch
 
-from harness.chat_template import render_prompt
-from trainer.config import OptimConfig, RolloutConfig
-from trainer.learner.distributed import Distributed
-from trainer.learner.logprobs import response_scores
-from trainer.learner.packing import micro_batches
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.trainer.config import OptimConfig, RolloutConfig
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.learner.logprobs import response_scores
+from mara_bench.trainer.learner.packing import micro_batches
 
 PREFIX = "rollout/logprob_gap"
 SYNC_GAP = "rollout/sync_gap_max"

@@ -1,5 +1,5 @@
 """What a pipelined MarsRL run passes between its rollout thread and its learner
-(``trainer.rollouts.pipelined``): where a sample comes from, the ordered events a run records, and the
+(``mara_bench.trainer.rollouts.pipelined``): where a sample comes from, the ordered events a run records, and the
 finished calls released to training together."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.systems.types import Episode, ModelCall
-from trainer.rollouts.segments import Behaviour
+from mara_bench.core.episodes import Episode, ModelCall
+from mara_bench.trainer.rollouts.segments import Behaviour
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
 """MarsRL's pipelined and segmented rollouts in the real trainer (arXiv:2511.11373 §3.3-3.4): rollout and training side by
 side, with a bounded staleness. On under ``algorithm.marsrl.pipeline: true`` and/or ``rollout.segment_tokens: N``;
-the ``Pipeline`` is then the run's ``SampleSource`` (``trainer.rollouts.sources``): ``Trainer.train_step``
+the ``Pipeline`` is then the run's ``SampleSource`` (``mara_bench.trainer.rollouts.sources``): ``Trainer.train_step``
 trains on the batches it hands over.
 
 * A rollout thread (its own event loop) runs the V-C chains of the questions with a SNAPSHOT of the policy
-  (``trainer.rollouts.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls),
+  (``mara_bench.trainer.rollouts.segments.SegmentedChat``: rounds of ``segment_tokens`` tokens, or whole calls),
   ``group_size`` chains per question, starting new questions while fewer than ``(max_staleness + 1) *
   prompts_per_step`` questions are untrained (producers wait).
   Under ``algorithm.marsrl.rollout: grouped`` a question is ONE grouped agentic rollout instead
-  (``trainer.methods.marsrl_rollout``: a tree of agents, each sampling ``group_size`` outputs on 2 chosen outputs
+  (``mara_bench.trainer.methods.marsrl_rollout``: a tree of agents, each sampling ``group_size`` outputs on 2 chosen outputs
   of the agent before it), run through the same chat, the choices judged on the rollout thread as it grows.
-* Release. With ``pipeline``, a question's (question, agent) group -- the GRPO group of ``trainer.methods.marsrl``
+* Release. With ``pipeline``, a question's (question, agent) group -- the GRPO group of ``mara_bench.trainer.methods.marsrl``
   -- enters the training queue as soon as every chain of the question is past that agent (it issued a later
   agent's call, or ended): the Solvers' samples train while the Verifiers and Correctors still decode (grouped:
   an agent's groups enter when the next agent starts, since it starts only once they have all finished). Without
@@ -48,18 +48,18 @@ from typing import Any
 
 import torch
 
-from harness.providers.sampling import Sampling
-from harness.systems import run_system
-from harness.systems.types import Episode, Message, Reply
-from trainer.config import TrainConfig
-from trainer.methods import concatenate
-from trainer.methods.base import question_id
-from trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
-from trainer.rollouts.pipeline_units import ChainCalls, Event, Origin, Unit
-from trainer.rollouts.rollout import PromptOrder, Rollout
-from trainer.rollouts.samples import Sample
-from trainer.rollouts.segments import SegmentedChat
-from trainer.rollouts.sources import Batch
+from mara_bench.core.episodes import Episode, Message, Reply
+from mara_bench.core.samples import Sample
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.systems import run_system
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.methods import concatenate
+from mara_bench.trainer.methods.base import question_id
+from mara_bench.trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
+from mara_bench.trainer.rollouts.pipeline_units import ChainCalls, Event, Origin, Unit
+from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout
+from mara_bench.trainer.rollouts.segments import SegmentedChat
+from mara_bench.trainer.rollouts.sources import Batch
 
 EVENTS_KEPT = 100_000
 

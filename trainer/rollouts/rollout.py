@@ -6,7 +6,7 @@ generation, or a vLLM engine synced to the policy on a GPU), or from the method'
 unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
-uninterrupted one would, a seed per episode (``trainer.rollouts.episode_seeds``: its draws do not depend on
+uninterrupted one would, a seed per episode (``mara_bench.trainer.episode_seeds``: its draws do not depend on
 how its calls were batched), and the set-up of the task, toolbox and policy chat a rollout runs over.
 """
 
@@ -22,20 +22,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.providers.sampling import Sampling
-from harness.systems import build_toolbox, get_system, run_system
-from harness.systems.types import Chat, Episode, Toolbox
-from harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
-from trainer.config import RolloutConfig, TaskConfig, TrainConfig
-from trainer.learner.adapters import RoleAdapters
-from trainer.learner.models import Models
-from trainer.learner.policy import PolicyChat
-from trainer.methods.base import GroupRollout, Method
-from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.rollouts.frozen_roles import RoutedChat
-from trainer.rollouts.parity import sync_gap
-from trainer.rollouts.scripted_roles import chat_for
-from trainer.rollouts.vllm_rollout import rollout_backend
+from mara_bench.core.episodes import Chat, Episode, Toolbox
+from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.harness.systems import build_toolbox, get_system, run_system
+from mara_bench.harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
+from mara_bench.trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.adapters import RoleAdapters
+from mara_bench.trainer.learner.models import Models
+from mara_bench.trainer.learner.policy import PolicyChat
+from mara_bench.trainer.methods.base import GroupRollout, Method
+from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
+from mara_bench.trainer.rollouts.parity import sync_gap
+from mara_bench.trainer.rollouts.scripted_roles import chat_for
+from mara_bench.trainer.rollouts.vllm_rollout import rollout_backend
 
 
 class PromptOrder:
@@ -77,7 +77,7 @@ def training_task(task: TaskConfig) -> Any:
     """The recipe's task: a harness benchmark judged by its judge (``task.benchmark``), else the factory's."""
     if task.benchmark is None:
         return load_task(task.factory, task.args)
-    from trainer.tasks.benchmark import benchmark_task
+    from mara_bench.trainer.tasks.benchmark import benchmark_task
 
     return benchmark_task(
         task.benchmark,
@@ -131,7 +131,7 @@ def vllm_generator(
     if adapters:
         print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
         return None
-    from trainer.rollouts.vllm_rollout import VLLMGenerator
+    from mara_bench.trainer.rollouts.vllm_rollout import VLLMGenerator
 
     return VLLMGenerator(
         model_path,
@@ -225,7 +225,7 @@ class Rollout:
 
     def sync(self, policy: torch.nn.Module) -> dict[str, float]:
         """Load the policy's current weights into the vLLM engine and check them
-        (``trainer.rollouts.parity.sync_gap``); nothing for transformers generation, which samples with the
+        (``mara_bench.trainer.rollouts.parity.sync_gap``); nothing for transformers generation, which samples with the
         policy itself."""
         if self.vllm is None:
             return {}
@@ -243,7 +243,7 @@ class Rollout:
 
     def chat_for(self, item: dict[str, Any]) -> Chat:
         """The chat of one question's runs: the policy's, with the task's scripted roles
-        (``trainer.rollouts.scripted_roles``)."""
+        (``mara_bench.trainer.rollouts.scripted_roles``)."""
         return chat_for(self.task, self.system.name, self.chat, item, self.tokenizer)
 
     async def groups(self, items: list[dict[str, Any]]) -> tuple[list[list[Episode]], list[int]]:

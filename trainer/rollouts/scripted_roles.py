@@ -1,7 +1,7 @@
 """Roles a task scripts in every rollout: the task's ``scripted_skills`` (role -> skill) are played by the system's
-demonstration policy (``trainer.demos``), every other role by the live policy.
+demonstration policy (``mara_bench.trainer.demos``), every other role by the live policy.
 
-The MarsRL learning toy scripts its Solver this way (``trainer.tasks.toy``: right part of the time), so the
+The MarsRL learning toy scripts its Solver this way (``mara_bench.trainer.tasks.toy``: right part of the time), so the
 Verifier always has right and wrong solutions to judge. A scripted role's rows are off-policy: a recipe leaves them
 out of training (``algorithm.marsrl.train_agents``).
 """
@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from harness.systems.types import Chat, Message, Reply
-from trainer.demos import ScriptedChat, demo_policy
+from mara_bench.core.episodes import Chat, Message, Reply
+from mara_bench.trainer.demos import ScriptedChat, demo_policy
 
 
 @dataclass

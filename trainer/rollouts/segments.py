@@ -2,10 +2,10 @@
 rounds of at most ``segment_tokens`` new tokens per call.
 
 Each ``run_round`` takes the calls issued since the last round and the calls left unfinished by it, and decodes one
-segment of each as one batch (``harness.providers.generation.generate`` on prompt + the tokens generated so far):
+segment of each as one batch (``mara_bench.harness.providers.generation.generate`` on prompt + the tokens generated so far):
 a call that ends within its segment (end-of-turn, stop string, its own ``max_tokens`` or the context) is answered at
 once; the others carry over, their prefix re-read under the weights of the next round -- which may be newer, within
-the trainer's staleness bound (``trainer.rollouts.pipelined``). With ``segment_tokens`` at least
+the trainer's staleness bound (``mara_bench.trainer.rollouts.pipelined``). With ``segment_tokens`` at least
 ``max_tokens`` a round runs every call to its end (pipelined rollouts without segments).
 
 Behaviour logprobs. As each token is sampled, the generation core also records its logprob at the sampling
@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.chat_template import render_prompt
-from harness.providers.batching import settle
-from harness.providers.generation import context_length, generate
-from harness.providers.sampling import Sampling, final_text, stop_token_ids
-from harness.providers.scheduler import SETTLE_TICKS
-from harness.systems.types import Message, Reply
-from trainer.learner.policy import with_overrides
+from mara_bench.core.episodes import Message, Reply
+from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.batching import settle
+from mara_bench.harness.providers.generation import context_length, generate
+from mara_bench.harness.providers.sampling import Sampling, final_text, stop_token_ids
+from mara_bench.harness.providers.scheduler import SETTLE_TICKS
+from mara_bench.trainer.learner.policy import with_overrides
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@ rewarded samples, and the step (one for every source) turns them into advantages
 metrics.
 
 * ``RolloutSource`` -- the synchronous rollout: each step samples ``prompts_per_step`` questions' groups with
-  the current policy (``trainer.rollouts.rollout``), then the method rewards them
-  (``trainer.algorithms.scoring``), and the policy that sampled scores the rows' generated tokens against the
-  engine's logprobs (``trainer.rollouts.parity``).
-* ``trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside
+  the current policy (``mara_bench.trainer.rollouts.rollout``), then the method rewards them
+  (``mara_bench.trainer.rollouts.scoring``), and the policy that sampled scores the rows' generated tokens against the
+  engine's logprobs (``mara_bench.trainer.rollouts.parity``).
+* ``mara_bench.trainer.rollouts.pipelined.Pipeline`` -- MarsRL's pipelined / segmented rollouts: a rollout thread beside
   the learner, whose released groups carry the sampler's own (behaviour) logprobs and a bounded staleness.
 """
 
@@ -19,17 +19,17 @@ from typing import Any, Protocol
 
 import torch
 
-from harness.systems.types import Episode
-from harness.toolcache.counts import counting
-from trainer.algorithms.scoring import rewarded_groups
-from trainer.config import TrainConfig
-from trainer.learner.distributed import Distributed
-from trainer.methods import concatenate
-from trainer.methods.base import Method
-from trainer.rollouts import parity
-from trainer.rollouts.frozen_roles import RoutedChat
-from trainer.rollouts.rollout import PromptOrder, Rollout, seed_step
-from trainer.rollouts.samples import Sample
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.harness.toolcache.counts import counting
+from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.methods import concatenate
+from mara_bench.trainer.methods.base import Method
+from mara_bench.trainer.rollouts import parity
+from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
+from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout, seed_step
+from mara_bench.trainer.rollouts.scoring import rewarded_groups
 
 
 @dataclass

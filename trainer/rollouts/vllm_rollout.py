@@ -1,11 +1,11 @@
 """Rollouts with vLLM (a GPU, or its CPU build): an in-process vLLM engine that carries the live policy weights.
 
 ``rollout.backend`` picks the generator the policy ``Chat`` uses, by the ``local/`` provider's own rule
-(``harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
+(``mara_bench.harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
 CPU build) and the checkpoint is not tiny, else transformers; ``vllm`` without the package is an error naming
 the install command; ``hf`` is always transformers.
 
-``VLLMGenerator`` honours the ``harness.providers.generation`` contract, so the rest of the trainer cannot tell the
+``VLLMGenerator`` honours the ``mara_bench.harness.providers.generation`` contract, so the rest of the trainer cannot tell the
 two apart: the prompts are the same ``render_prompt`` token ids, each row keeps its own ``Sampling``, and each
 result is a ``Completion`` whose response ids end with the end-of-turn token and whose logprobs are under the
 model's UNMODIFIED distribution (``logprobs_mode="raw_logprobs"``). A row without a seed gets one drawn from
@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from harness.providers.backends import choose_backend, missing_vllm, vllm_ready
-from harness.providers.generation import Completion
-from harness.providers.sampling import Sampling
+from mara_bench.harness.providers.backends import choose_backend, missing_vllm, vllm_ready
+from mara_bench.harness.providers.generation import Completion
+from mara_bench.harness.providers.sampling import Sampling
 
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
 
@@ -36,7 +36,7 @@ def rollout_backend(
     requested: str, model_dir: str | Path | None = None, expected_tokens: int | None = None
 ) -> str:
     """``hf`` or ``vllm`` for ``rollout.backend``, the policy's checkpoint and the tokens the run is expected to
-    generate (the ``local/`` provider's rule, ``harness.providers.backends.choose_backend``)."""
+    generate (the ``local/`` provider's rule, ``mara_bench.harness.providers.backends.choose_backend``)."""
     if requested not in ROLLOUT_BACKENDS:
         raise ValueError(f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {requested!r}")
     if requested == "vllm" and not vllm_ready():
@@ -93,7 +93,7 @@ def _launcher_environment() -> None:
 
 
 class VLLMGenerator:
-    """A ``trainer.learner.policy.Generator`` on a colocated vLLM engine loaded from ``model_path``."""
+    """A ``mara_bench.trainer.learner.policy.Generator`` on a colocated vLLM engine loaded from ``model_path``."""
 
     def __init__(
         self,

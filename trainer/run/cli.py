@@ -1,10 +1,10 @@
 """``mara train CONFIG.yaml [--out DIR] [--resume] [--steps N] [--warmup-steps N] [--adapters FILE]
 [--tool-cache MODE --tool-snapshot NAME --tool-store DIR]``: run a training recipe with a progress bar and metrics (``--adapters`` trains one LoRA adapter
-per role, ``trainer.adapter_config``; the tool flags record or replay the rollouts' tool calls).
+per role, ``mara_bench.trainer.adapter_config``; the tool flags record or replay the rollouts' tool calls).
 
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
 no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
-before any model is built or file written (``trainer.run.preflight``).
+before any model is built or file written (``mara_bench.trainer.run.preflight``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from harness.invocation import user_path
-from trainer.config import ConfigError, load_config, replace, to_dict
-from trainer.run.preflight import check_inputs, check_resume_state
+from mara_bench.harness.invocation import user_path
+from mara_bench.trainer.config import ConfigError, load_config, replace, to_dict
+from mara_bench.trainer.run.preflight import check_inputs, check_resume_state
 
 
 def main(argv: list[str]) -> int:
@@ -84,8 +84,8 @@ def with_tool_cache_flags(config, args: argparse.Namespace):
 def with_adapters(config, path: str):
     """``config`` with the per-role adapter settings of the YAML file ``path`` (``AdapterRecipe``) as its
     ``model.lora`` and ``roles``; a problem names ``path``."""
-    from harness.typed_config import load_yaml, validate
-    from trainer.adapter_config import AdapterRecipe
+    from mara_bench.core.typed_config import load_yaml, validate
+    from mara_bench.trainer.adapter_config import AdapterRecipe
 
     settings = validate(AdapterRecipe, load_yaml(path) or {}, path)
     model = {**to_dict(config)["model"], "lora": dataclasses.asdict(settings.lora)}
@@ -95,7 +95,7 @@ def with_adapters(config, path: str):
 
 def check_resumable(run_dir: Path) -> None:
     """Raise ``ConfigError`` unless ``run_dir`` holds a complete checkpoint to resume from."""
-    from trainer.run.checkpoint import STATE_FILE, latest_checkpoint
+    from mara_bench.trainer.run.checkpoint import STATE_FILE, latest_checkpoint
 
     try:
         found = latest_checkpoint(run_dir)
@@ -112,7 +112,7 @@ def check_resumable(run_dir: Path) -> None:
 
 def train(config, run_dir: Path, *, resume: bool = False) -> int:
     """Train ``config`` in ``run_dir`` (``Trainer.fit``)."""
-    from trainer.run.engine import Trainer
+    from mara_bench.trainer.run.engine import Trainer
 
     Trainer(config, run_dir, resume=resume).fit()
     return 0

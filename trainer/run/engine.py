@@ -1,16 +1,16 @@
 """The RL training loop. ``Trainer.fit`` runs the recipe's steps (cold start, held-out evaluations, metrics,
 checkpoints); one ``Trainer.train_step`` reads top to bottom:
 
-1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``trainer.rollouts.sources``):
-   the synchronous rollout (``trainer.rollouts.rollout``: the harness system with the live policy as its
-   ``Chat``, or the method's own rollout, rewarded by ``trainer.algorithms.scoring``), or MarsRL's pipelined /
-   segmented rollouts (``trainer.rollouts.pipelined``);
+1. samples  -- a batch of rewarded rows from the run's ``SampleSource`` (``mara_bench.trainer.rollouts.sources``):
+   the synchronous rollout (``mara_bench.trainer.rollouts.rollout``: the harness system with the live policy as its
+   ``Chat``, or the method's own rollout, rewarded by ``mara_bench.trainer.rollouts.scoring``), or MarsRL's pipelined /
+   segmented rollouts (``mara_bench.trainer.rollouts.pipelined``);
 2. rows     -- zero-variance groups dropped when asked, the method's advantages, untrained agents left out; a
    non-finite reward skips the update, reported;
-3. update   -- the loss over micro-batches and the optimizer step (``trainer.learner.update``), then the step's
+3. update   -- the loss over micro-batches and the optimizer step (``mara_bench.trainer.learner.update``), then the step's
    metrics, built here for every source.
 
-Checkpoints are ``trainer.run.run_state``'s; the cold start is ``trainer.run.warmup``'s.
+Checkpoints are ``mara_bench.trainer.run.run_state``'s; the cold start is ``mara_bench.trainer.run.warmup``'s.
 """
 
 from __future__ import annotations
@@ -22,22 +22,22 @@ from typing import Any
 
 import torch
 
-from harness.redaction import redact_record
-from trainer.algorithms.estimators import advantage_estimator
-from trainer.algorithms.scoring import episode_metrics, reward_metrics, training_rows
-from trainer.config import TrainConfig, to_dict
-from trainer.learner.distributed import Distributed
-from trainer.learner.models import load_models
-from trainer.learner.update import PolicyUpdate
-from trainer.methods import concatenate, get_method
-from trainer.rollouts.rollout import PromptOrder, Rollout
-from trainer.rollouts.samples import Sample
-from trainer.rollouts.sources import Batch, RolloutSource, SampleSource
-from trainer.run import role_metrics
-from trainer.run.heldout import Evaluation, check_heldout
-from trainer.run.run_state import RunState, resume_latest, save_step, state_dict
-from trainer.run.step_record import rollouts_path, split_rows, write_rollouts
-from trainer.run.warmup import Demos, WarmupStep, warm_up
+from mara_bench.core.samples import Sample
+from mara_bench.harness.redaction import redact_record
+from mara_bench.trainer.algorithms.estimators import advantage_estimator
+from mara_bench.trainer.config import TrainConfig, to_dict
+from mara_bench.trainer.learner import role_metrics
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.learner.models import load_models
+from mara_bench.trainer.learner.update import PolicyUpdate
+from mara_bench.trainer.methods import concatenate, get_method
+from mara_bench.trainer.rollouts.rollout import PromptOrder, Rollout
+from mara_bench.trainer.rollouts.scoring import episode_metrics, reward_metrics, training_rows
+from mara_bench.trainer.rollouts.sources import Batch, RolloutSource, SampleSource
+from mara_bench.trainer.run.heldout import Evaluation, check_heldout
+from mara_bench.trainer.run.run_state import RunState, resume_latest, save_step, state_dict
+from mara_bench.trainer.run.warmup import Demos, WarmupStep, warm_up
+from mara_bench.trainer.step_record import rollouts_path, split_rows, write_rollouts
 
 
 class Trainer:
@@ -98,7 +98,7 @@ class Trainer:
         rollout."""
         config = self.config
         if config.algorithm.marsrl.pipeline or config.rollout.segment_tokens is not None:
-            from trainer.rollouts.pipelined import Pipeline
+            from mara_bench.trainer.rollouts.pipelined import Pipeline
 
             return Pipeline(
                 config, self.rollout, self.policy, self.tokenizer, self.prompts, self.dist.world_size
@@ -111,14 +111,14 @@ class Trainer:
         return self.rollout.task
 
     def fit(self) -> None:
-        """Train to ``config.steps``: on a fresh run the cold start (``trainer.run.warmup``) and a held-out
+        """Train to ``config.steps``: on a fresh run the cold start (``mara_bench.trainer.run.warmup``) and a held-out
         evaluation logged as step -1, then the steps with held-out evaluations every ``eval.every`` steps and
-        at the end (``trainer.run.heldout``), each step's metrics to ``<run>/metrics.jsonl``
-        (``trainer.run.metrics``), checkpoints every ``save_every`` steps and at the end; then the curves."""
+        at the end (``mara_bench.trainer.run.heldout``), each step's metrics to ``<run>/metrics.jsonl``
+        (``mara_bench.trainer.run.metrics``), checkpoints every ``save_every`` steps and at the end; then the curves."""
         from tqdm import tqdm
 
-        from trainer.run.heldout import heldout_metrics, heldout_table, summary_line
-        from trainer.run.metrics import MetricsLog, plot_curves
+        from mara_bench.trainer.run.heldout import heldout_metrics, heldout_table, summary_line
+        from mara_bench.trainer.run.metrics import MetricsLog, plot_curves
 
         config, run_dir, main_rank = self.config, self.run_dir, self.dist.is_main
         log = MetricsLog(run_dir, first_step=self.step) if main_rank else None
@@ -225,7 +225,7 @@ class Trainer:
         return metrics
 
     def warm_up(self) -> list[WarmupStep]:
-        """The cold start on this run's demonstrations (``trainer.run.warmup.warm_up``)."""
+        """The cold start on this run's demonstrations (``mara_bench.trainer.run.warmup.warm_up``)."""
         return warm_up(self.demos, self.models, self.config, self.run_dir, write=self.dist.is_main)
 
     def state_dict(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@ questions no training step sees), scored by the same judges and reward code as t
 
 * a tool-using system (MARS, M-ASK, MATPO on the generated look-up task): ``eval.samples`` runs of the recipe's
   system per held-out question, with the rollout's sampling settings --
-  ``heldout/answer_accuracy`` (the task's reward: exact match of the final answer, ``judges.lexical``),
+  ``heldout/answer_accuracy`` (the task's reward: exact match of the final answer, ``mara_bench.judges.lexical``),
   ``heldout/answer_given`` (episodes that ended with a final answer in the system's format, right or wrong: a
   rise that is format only shows here and not in the accuracy),
   ``heldout/role/<role>/names_gold`` (episodes whose last reply of that role contains the gold answer, the lexical
@@ -35,22 +35,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.prompts.sets import PROMPTS_OPTION
-from harness.systems import run_system
-from harness.systems.outcomes import VerifierOutcome
-from harness.systems.parsing import strip_thinking
-from harness.systems.types import Chat, Episode, EpisodeRecorder, Message, Reply
-from harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
-from judges.lexical import score
-from trainer.algorithms.rewards import gold_text
-from trainer.algorithms.scoring import ratio_metrics
-from trainer.config import ConfigError, TrainConfig
-from trainer.learner.distributed import Distributed
-from trainer.methods.base import Method, Ratio
-from trainer.methods.marsrl import solution_is_correct
-from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.rollouts.rollout import Rollout
-from trainer.run.progress import gathered
+from mara_bench.core.episodes import Chat, Episode, EpisodeRecorder, Message, Reply
+from mara_bench.harness.prompts.sets import PROMPTS_OPTION
+from mara_bench.harness.systems import run_system
+from mara_bench.harness.systems.outcomes import VerifierOutcome
+from mara_bench.harness.systems.parsing import strip_thinking
+from mara_bench.harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
+from mara_bench.judges.lexical import score
+from mara_bench.trainer.algorithms.rewards import gold_text
+from mara_bench.trainer.config import ConfigError, TrainConfig
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.methods.base import Method, Ratio
+from mara_bench.trainer.methods.marsrl import solution_is_correct
+from mara_bench.trainer.rollouts.rollout import Rollout
+from mara_bench.trainer.rollouts.scoring import ratio_metrics
+from mara_bench.trainer.run.progress import gathered
 
 PREFIX = "heldout/"
 WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)

@@ -13,9 +13,9 @@ import struct
 import zipfile
 from pathlib import Path
 
-from harness.packaged_models import PackagedModelError, model_location
-from harness.typed_config import ConfigError
-from trainer.config import TrainConfig
+from mara_bench.core.typed_config import ConfigError
+from mara_bench.harness.packaged_models import PackagedModelError, model_location
+from mara_bench.trainer.config import TrainConfig
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
 """Any one of these makes a folder's tokenizer loadable (``tokenizer_config.json`` alone does not)."""

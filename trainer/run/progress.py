@@ -1,6 +1,6 @@
 """Progress bars with an ETA for the phases of ``mara train`` that run before or between RL steps: the cold
-start's demonstrations and fine-tuning (``trainer.run.warmup``) and the held-out evaluations
-(``trainer.run.heldout``). Shown on the main rank only; they leave no line behind when done."""
+start's demonstrations and fine-tuning (``mara_bench.trainer.run.warmup``) and the held-out evaluations
+(``mara_bench.trainer.run.heldout``). Shown on the main rank only; they leave no line behind when done."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A run's checkpoint: what it holds (models, optimizer, schedule, data cursor, entropy, config), writing it
-with the step's HF export, and resuming from the latest one (``trainer.run.checkpoint`` writes the files
+with the step's HF export, and resuming from the latest one (``mara_bench.trainer.run.checkpoint`` writes the files
 atomically)."""
 
 from __future__ import annotations
@@ -10,15 +10,20 @@ from typing import Any
 
 from torch import Tensor
 
-from harness.packaged_models import read_origin, write_origin
-from harness.redaction import redact_record
-from trainer.config import TrainConfig, to_dict
-from trainer.learner.adapters import export_adapters
-from trainer.learner.distributed import Distributed
-from trainer.learner.models import Models
-from trainer.learner.update import PolicyUpdate
-from trainer.rollouts.rollout import PromptOrder
-from trainer.run.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from mara_bench.harness.packaged_models import read_origin, write_origin
+from mara_bench.harness.redaction import redact_record
+from mara_bench.trainer.config import TrainConfig, to_dict
+from mara_bench.trainer.learner.adapters import export_adapters
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.learner.models import Models
+from mara_bench.trainer.learner.update import PolicyUpdate
+from mara_bench.trainer.rollouts.rollout import PromptOrder
+from mara_bench.trainer.run.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    set_rng_state,
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ def state_dict(run: RunState) -> dict[str, Any]:
     dist, update, models = run.dist, run.updater, run.models
     return {
         "model": dist.model_state(models.policy),
-        # the KL reference is the warmed-up policy (``trainer.run.warmup``), which a resumed run cannot rebuild
+        # the KL reference is the warmed-up policy (``mara_bench.trainer.run.warmup``), which a resumed run cannot rebuild
         "reference": (
             dist.model_state(models.reference)
             if models.reference is not None and models.adapters is None  # else the policy's own base
@@ -68,7 +73,7 @@ def export(models: Models, directory: Path, model_state: dict[str, Tensor]) -> N
     """Write the policy (``model_state``, whole) and tokenizer in HF format (what ``local/`` loads), and the base
     model's origin (a packaged model's source and quantisation) marked as trained in this run; under per-role
     adapters, each role's adapter as a PEFT folder beside the base's reference
-    (``trainer.learner.adapters.export_adapters``) instead of the policy."""
+    (``mara_bench.trainer.learner.adapters.export_adapters``) instead of the policy."""
     if models.adapters is not None:
         export_adapters(models.policy, directory, models.path)
     else:

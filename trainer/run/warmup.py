@@ -4,8 +4,8 @@ An untrained model never writes a tool call, a verdict or a worker request, so e
 system stays silent and its advantages are zero. The warm-up fixes that the way the papers' cold starts do:
 
 1. demonstrations -- for every question of the task, ``warmup.demos_per_item`` runs of the recipe's OWN system
-   (``harness.systems``; under MarsRL's grouped rollouts, the method's own rollout) with a scripted ``Chat`` that
-   plays each role (``trainer.demos``), so the Episodes are exactly what RL rollouts produce;
+   (``mara_bench.harness.systems``; under MarsRL's grouped rollouts, the method's own rollout) with a scripted ``Chat`` that
+   plays each role (``mara_bench.trainer.demos``), so the Episodes are exactly what RL rollouts produce;
 2. samples -- the method's own episode-to-samples code (``method.rewarded_samples``), so the loss masks are the
    ones the RL stage uses (tool outputs, other agents' turns and replayed solutions are never trained on);
 3. fine-tuning -- ``warmup.steps`` AdamW steps from ``warmup.lr`` decaying linearly towards 0, on the token-mean
@@ -35,17 +35,17 @@ from typing import Any, TypeVar
 
 import torch
 
-from harness.systems import run_system
-from harness.systems.types import Episode
-from trainer.config import TrainConfig, WarmupConfig
-from trainer.demos import ScriptedChat, demo_policy
-from trainer.learner.models import Models
-from trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
-from trainer.methods.base import Method, concatenate
-from trainer.rollouts.episode_seeds import SEED_BITS, bind_episode_seed
-from trainer.rollouts.rollout import Rollout
-from trainer.rollouts.samples import Sample
-from trainer.run.progress import bar, counted
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.harness.systems import run_system
+from mara_bench.trainer.config import TrainConfig, WarmupConfig
+from mara_bench.trainer.demos import ScriptedChat, demo_policy
+from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.models import Models
+from mara_bench.trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
+from mara_bench.trainer.methods.base import Method, concatenate
+from mara_bench.trainer.rollouts.rollout import Rollout
+from mara_bench.trainer.run.progress import bar, counted
 
 T = TypeVar("T")
 
@@ -99,7 +99,7 @@ async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) 
 
 async def seeded(seed: int, run: Awaitable[T]) -> T:
     """``run`` awaited in its own task with ``seed`` bound as its episode seed
-    (``trainer.rollouts.episode_seeds``)."""
+    (``mara_bench.trainer.episode_seeds``)."""
 
     async def bound() -> T:
         bind_episode_seed(seed)

@@ -1,14 +1,14 @@
 """Train on what we score: a harness benchmark as the training task (``task.benchmark`` in a recipe).
 
-* Items come through the harness loader (``harness.datasets.load_benchmark``: ``data`` file or folder, else
+* Items come through the harness loader (``mara_bench.harness.datasets.load_benchmark``: ``data`` file or folder, else
   ``MARA_DATA_DIR``, else Hugging Face at the pinned revision), ``split: train`` reading the source's training
   split where the benchmark's declaration names one (the papers' training sets; ``tasks/*.py``). A relative ``data``
   path resolves against the current working directory, as ``-T data=`` does.
 * Each item's run gets its question and options exactly as the evaluation task gives them
-  (``harness.systems.sample_question`` and ``sample_options``: the question in the benchmark's user template,
+  (``mara_bench.harness.systems.sample_question`` and ``sample_options``: the question in the benchmark's user template,
   FlashRAG's ``Question: {question}`` for the QA sets, and the answer-format instruction as ``system_prompt`` for
   systems that take one).
-* The reward is the judge's own code (``trainer.algorithms.rewards``): a rule judge's pure core, or an LLM
+* The reward is the judge's own code (``mara_bench.trainer.algorithms.rewards``): a rule judge's pure core, or an LLM
   judge asked through the judge's prompt and parser, judged as each episode ends (``grade``); an unscored
   judgement drops the episode from its group.
 """
@@ -20,17 +20,17 @@ from typing import Any
 
 from inspect_ai.scorer import Target
 
-from harness.datasets import load_benchmark
-from harness.systems import get_system, sample_options, sample_question
-from harness.systems.types import Episode
-from trainer.algorithms.rewards import (
+from mara_bench.core.episodes import Episode
+from mara_bench.harness.datasets import load_benchmark
+from mara_bench.harness.systems import get_system, sample_options, sample_question
+from mara_bench.trainer.algorithms.rewards import (
     LLM_JUDGES,
     RULE_JUDGES,
     LLMJudgeReward,
     check_judge_options,
     rule_reward,
 )
-from trainer.task_config import GraderConfig
+from mara_bench.trainer.task_config import GraderConfig
 
 
 @dataclass
@@ -101,7 +101,7 @@ def benchmark_task(
 ) -> BenchmarkTask:
     """The training task of ``benchmark``'s ``split`` (several benchmarks: their items one after the other, ids
     prefixed ``<benchmark>/``; ``limit`` per benchmark when a mapping) judged by ``judge`` (default: the benchmarks' own, which must then agree)."""
-    from harness.datasets import get_benchmark
+    from mara_bench.harness.datasets import get_benchmark
 
     names = [benchmark] if isinstance(benchmark, str) else list(benchmark)
     defaults = sorted({get_benchmark(b).judge for b in names})

@@ -1,8 +1,8 @@
 """A toy look-up QA task for the tiny method recipes (MARS, MATPO, M-ASK), with its own offline toolbox.
 
 Each question asks for the capital of an invented country ("What is the capital of Arvena?" -> "Lomir"); a small
-corpus holds one passage per country. The task builds a real BM25 index of that corpus (``harness.retrieval``)
-into a temporary directory and serves it through ``harness.tools`` as ``search`` (the local backend) and
+corpus holds one passage per country. The task builds a real BM25 index of that corpus (``mara_bench.harness.retrieval``)
+into a temporary directory and serves it through ``mara_bench.harness.tools`` as ``search`` (the local backend) and
 ``retrieve`` (or one of them, ``tools``) -- the same tool code as evaluation, with no network. Tools the systems
 may also name (``scholar``, ``browse``, ``python``) are not offered: calling them returns a tool error to the agent.
 
@@ -10,13 +10,13 @@ Two kinds of entities:
 
 * the hand-written ``CAPITALS`` (the default; the tiny recipes): 8 countries, asked again every epoch;
 * ``generated: true`` (the learning recipes): ``n_prompts`` countries drawn by ``seed`` from the invented-name pool
-  (``trainer.tasks.names``), so a run of ``steps x prompts_per_step <= n_prompts`` questions meets a fresh country
+  (``mara_bench.trainer.tasks.names``), so a run of ``steps x prompts_per_step <= n_prompts`` questions meets a fresh country
   every time and remembering a pair cannot pay; ``heldout_prompts`` further countries form the held-out split
   (``heldout``), never trained on. Each generated passage also names a neighbour ("Arvena borders Belcor"), so a
   search for a country returns its own passage and its neighbour's, whose capital is the careless pick -- a
   different one for every question.
 
-The outcome reward is the exact match (``judges.lexical``) of the episode's final answer, the 1/0 ``acc`` the
+The outcome reward is the exact match (``mara_bench.judges.lexical``) of the episode's final answer, the 1/0 ``acc`` the
 methods combine as their papers say; ``answer`` is the gold the MarsRL and M-ASK rewards read directly.
 """
 
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.systems.types import Episode, Toolbox
-from harness.tools import build_toolbox
-from judges.lexical import score
-from trainer.tasks.names import name_pool
+from mara_bench.core.episodes import Episode, Toolbox
+from mara_bench.harness.tools import build_toolbox
+from mara_bench.judges.lexical import score
+from mara_bench.trainer.tasks.names import name_pool
 
 CAPITALS = {
     "Arvena": "Lomir",
@@ -146,7 +146,9 @@ def lookup_task(
     directory = tempfile.TemporaryDirectory(prefix="mara-lookup-")
     corpus, index = Path(directory.name) / "corpus.jsonl", Path(directory.name) / "index"
     write_corpus(corpus, texts)
-    from harness.retrieval.index import build_index  # bm25s loads only when a look-up index is built
+    from mara_bench.harness.retrieval.index import (
+        build_index,  # bm25s loads only when a look-up index is built
+    )
 
     build_index(corpus, index, kind="bm25", progress=False)
     task = LookupTask(items, build_toolbox(list(tools), index=str(index), k=k), directory, heldout)

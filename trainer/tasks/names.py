@@ -3,7 +3,7 @@ pretrained model knows and no two of which share a name.
 
 Every name is ``NAME_LETTERS`` letters long (capitalised consonant-vowel syllables, then a consonant), so no name
 is a substring of another, and none begins with a name of the hand-written ``CAPITALS`` table
-(``trainer.tasks.lookup``): a demonstration policy can tell which capital a text names by plain substring search.
+(``mara_bench.trainer.tasks.lookup``): a demonstration policy can tell which capital a text names by plain substring search.
 """
 
 from __future__ import annotations

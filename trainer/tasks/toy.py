@@ -17,7 +17,7 @@ prompt only where the judged solution writes it.
 The MarsRL learning toy (``totals``, ``heldout_totals``): each training question's sum is drawn from ``totals``,
 each of the ``heldout_prompts`` held-out questions' (``heldout``) from ``heldout_totals``, a disjoint set -- no
 held-out question, right answer or sum is ever trained on, and no one number is right often enough to be judged
-right by itself. ``solver_skill`` scripts the V-C Solver (``trainer.demos.vc``: right with that probability, else
+right by itself. ``solver_skill`` scripts the V-C Solver (``mara_bench.trainer.demos.vc``: right with that probability, else
 off by 1 to 3) in every rollout (``scripted_skills``), so each step's Verifier judges right and wrong solutions in a
 fixed proportion, whatever the policy itself would solve.
 """
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.systems.types import Episode
+from mara_bench.core.episodes import Episode
 
 NUMBER_FIRST = 0.5
 """Reward of a reply whose first number is the sum but which is not the bare number."""
@@ -45,7 +45,7 @@ class ToyTask:
     heldout: list[dict[str, Any]] = field(default_factory=list)
     """The held-out split: questions whose sums no training question has."""
     scripted_skills: dict[str, float] = field(default_factory=dict)
-    """Roles the demonstration policy plays in every rollout (``trainer.rollouts.scripted_roles``), with its
+    """Roles the demonstration policy plays in every rollout (``mara_bench.trainer.rollouts.scripted_roles``), with its
     skill."""
 
     def reward(self, item: dict[str, Any], episode: Episode) -> float:

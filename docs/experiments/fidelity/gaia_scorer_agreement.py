@@ -7,7 +7,7 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/gaia
 import json
 from pathlib import Path
 
-from judges.gaia import quasi_exact_match
+from mara_bench.judges.gaia import quasi_exact_match
 
 cases = json.loads(Path("tests/judges/vectors/gaia_scorer.json").read_text())["cases"]
 compared = [case for case in cases if case["gold"] != "inf"]

@@ -6,7 +6,7 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/hle_
 import json
 from pathlib import Path
 
-from judges.hle import calibration_error
+from mara_bench.judges.hle import calibration_error
 
 VECTORS = Path("tests/judges/vectors/hle_calibration.json")
 

@@ -15,7 +15,7 @@ import numpy as np
 from inspect_ai.scorer import SampleScore, Score, ci
 from scipy.stats import norm
 
-from leaderboards.stats import mcnemar_drop, sample_mean_interval
+from mara_bench.leaderboards.stats import mcnemar_drop, sample_mean_interval
 
 BEFORE = "2082b24"
 old: dict = {}

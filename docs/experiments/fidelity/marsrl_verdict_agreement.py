@@ -10,7 +10,7 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/mars
 
 import subprocess
 
-from harness.systems.vc import parse_verdict
+from mara_bench.harness.systems.vc import parse_verdict
 
 BEFORE = "2082b24"
 old: dict = {}

@@ -11,8 +11,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from harness.systems import mask_parse
-from harness.systems.parsing import last_tag, strip_thinking
+from mara_bench.harness.systems import mask_parse
+from mara_bench.harness.systems.parsing import last_tag, strip_thinking
 
 BEFORE = "2082b24"
 old: dict = {}

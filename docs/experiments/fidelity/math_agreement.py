@@ -6,7 +6,7 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/math
 import json
 from pathlib import Path
 
-from judges.math import extract_answer, is_equivalent
+from mara_bench.judges.math import extract_answer, is_equivalent
 
 cases = json.loads(Path("tests/judges/vectors/math_answers.json").read_text())["cases"]
 ours = sum(is_equivalent(extract_answer(c["response"]), c["gold"]) is c["right"] for c in cases)

@@ -1,5 +1,5 @@
 """How many of MATPO's ``check_mcp_format`` results (test vectors) one agent's format score reproduces: ours now
-(``trainer.methods.mcp_format.format_reward``) and the per-agent share used before (main at c6eca9d:
+(``mara_bench.trainer.methods.mcp_format.format_reward``) and the per-agent share used before (main at c6eca9d:
 well-formed tool calls among the replies that attempt one, parsed by the system's parser, 0 without an attempt).
 
 Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matpo_format_agreement.py
@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.prompts.sets import prompt_set
-from trainer.methods.mcp_format import format_reward
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.trainer.methods.mcp_format import format_reward
 
 BEFORE = "c6eca9d"
 old = {}

@@ -8,8 +8,8 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matp
 import json
 from pathlib import Path
 
-from harness.prompts.sets import prompt_set
-from harness.systems.matpo import released_summary_inputs, worker_summary_prompt
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.harness.systems.matpo import released_summary_inputs, worker_summary_prompt
 
 prompts = prompt_set("matpo", "paper")
 cases = json.loads(Path("tests/systems/vectors/matpo_released_worker_summary.json").read_text())["cases"]

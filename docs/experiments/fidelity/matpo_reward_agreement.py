@@ -1,5 +1,5 @@
 """How many of MATPO's rewards (test vectors: its reward manager's combination) the project's MATPO reward
-reproduces exactly: ours now (``trainer.methods.matpo.matpo_reward``) and before (main at 2082b24:
+reproduces exactly: ours now (``mara_bench.trainer.methods.matpo.matpo_reward``) and before (main at 2082b24:
 ``0.9 * acc + 0.1 * fmt_planner``, the workers' format unused).
 
 Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matpo_reward_agreement.py
@@ -8,7 +8,7 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matp
 import json
 from pathlib import Path
 
-from trainer.methods.matpo import matpo_reward
+from mara_bench.trainer.methods.matpo import matpo_reward
 
 cases = json.loads(Path("tests/trainer/vectors/matpo_reward.json").read_text())["cases"]
 for label, with_workers in (("with workers", True), ("without workers", False)):

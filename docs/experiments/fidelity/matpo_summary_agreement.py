@@ -6,8 +6,8 @@ Run from the repository root: PYTHONPATH=. python docs/experiments/fidelity/matp
 import json
 from pathlib import Path
 
-from harness.prompts.sets import prompt_set
-from harness.systems.matpo import planner_summary_prompt, worker_summary_prompt
+from mara_bench.harness.prompts.sets import prompt_set
+from mara_bench.harness.systems.matpo import planner_summary_prompt, worker_summary_prompt
 
 cases = json.loads(Path("tests/systems/vectors/matpo_summary_prompts.json").read_text())["cases"]
 prompts = prompt_set("matpo", "paper")

@@ -1,6 +1,6 @@
 """The leaderboard's "detectable drop at 80% power" against the exact McNemar power, on 30 random (n, discordance,
 comparisons) settings: before (main at 2082b24, a normal approximation with variance n·d under the alternative)
-and after (``leaderboards.stats.minimum_detectable_drop``, bisection on the exact power), with statsmodels'
+and after (``mara_bench.leaderboards.stats.minimum_detectable_drop``, bisection on the exact power), with statsmodels'
 ``normal_power_het`` (McNemar's variances: d + Δ under the null, d + Δ − Δ² under the alternative) beside, and a
 simulation through the project's own ``mcnemar_drop`` at n 500, discordance 6%, 6 comparisons.
 
@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import norm
 from statsmodels.stats.power import normal_power_het
 
-from leaderboards.stats import mcnemar_drop, mcnemar_power, minimum_detectable_drop
+from mara_bench.leaderboards.stats import mcnemar_drop, mcnemar_power, minimum_detectable_drop
 
 BEFORE = "2082b24"
 old: dict = {}

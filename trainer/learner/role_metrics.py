@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from trainer.algorithms.losses import aggregate, policy_loss
-from trainer.rollouts.samples import Sample
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.algorithms.losses import aggregate, policy_loss
 
 SAMPLE_METRICS = ("samples", "reward_mean", "adv_nonzero_frac", "response_tokens")
 TOKEN_METRICS = ("loss", "entropy", "clip_frac")

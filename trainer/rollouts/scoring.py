@@ -13,13 +13,18 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from harness.systems.types import Episode
-from trainer.config import AlgorithmConfig
-from trainer.learner.distributed import Distributed
-from trainer.methods import GroupNorm, Method
-from trainer.methods.base import Ratio
-from trainer.rollouts.samples import Sample
-from trainer.run.step_record import drop_zero_variance, group_rewards, keep_rows, zero_variance_keys
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
+from mara_bench.trainer.config import AlgorithmConfig
+from mara_bench.trainer.learner.distributed import Distributed
+from mara_bench.trainer.methods import GroupNorm, Method
+from mara_bench.trainer.methods.base import Ratio
+from mara_bench.trainer.step_record import (
+    drop_zero_variance,
+    group_rewards,
+    keep_rows,
+    zero_variance_keys,
+)
 
 
 def rewarded_groups(

@@ -5,68 +5,20 @@ A sample is one token sequence the policy is trained on: the prompt (never train
 assistant turns and tool results) becomes ONE sample whose response covers the whole conversation after the
 first prompt: assistant tokens are in the mask, tool / user / other-agent tokens and chat-template scaffolding
 are out. When every call of the conversation carries its token ids (the trainer's policy chat: token-in/token-out,
-``trainer.rollouts.token_turns``), the sample is those ids exactly -- each call's reply as generated, then the
+``mara_bench.trainer.token_turns``), the sample is those ids exactly -- each call's reply as generated, then the
 tokens its next call's prompt added -- so what is trained is exactly what the model saw and produced, and
 every generated token keeps the engine's logprob (``rollout_logprobs``). Otherwise the ids are a re-render of
 the whole conversation with the tokenizer's chat template (up to the final end-of-turn token) by the renderer
-generation uses (``harness.chat_template.render_prompt``).
+generation uses (``mara_bench.harness.chat_template.render_prompt``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from harness.chat_template import render_prompt
-from harness.systems.types import Episode, Message, ModelCall
-
-
-@dataclass
-class Sample:
-    """One training row."""
-
-    prompt_ids: list[int]
-    """Token ids of the rendered prompt up to the first token the model generated (never trained on)."""
-    response_ids: list[int]
-    """Token ids after the prompt: the model's tokens and, for multi-turn calls, the tool/user turns between them."""
-    loss_mask: list[int]
-    """One 0/1 per ``response_ids`` token: 1 for tokens the policy produced, 0 for tool/other-agent/template tokens."""
-    old_logprobs: list[float] | None = None
-    """Per ``response_ids`` token logprob under the policy that sampled it (the engine recomputes these, except
-    under pipelined rollouts: there they are the sampler's own, at the training temperature)."""
-    rollout_logprobs: list[float] | None = None
-    """Per ``response_ids`` token, the logprob the generation engine reported for it (temperature 1), NaN where
-    it reported none (tokens it did not generate): what ``trainer.rollouts.parity`` compares with the
-    trainer's forward."""
-    policy_version: int | None = None
-    """Under pipelined rollouts (``trainer.rollouts.pipelined``): the policy version (learner steps taken) of
-    the weights that started sampling this row; its staleness is the training step's version minus this."""
-    role: str = "policy"
-    """The agent role that made the call (``solver``, ``verifier``, ``planner``, ...)."""
-    group_key: str = ""
-    """Rows with the same key are normalised together by group advantages (a question id, maybe with the role)."""
-    parent: int | None = None
-    """Index of the sample this one hangs off (a MATPO worker's planner), for broadcast advantages."""
-    reward: float = 0.0
-    """The scalar reward of this row (placed on its last response token for GAE)."""
-    advantage: float | list[float] | None = None
-    """A scalar broadcast over the mask (GRPO), or one value per ``response_ids`` token (GAE)."""
-
-    @property
-    def input_ids(self) -> list[int]:
-        return self.prompt_ids + self.response_ids
-
-    def __post_init__(self) -> None:
-        if len(self.loss_mask) != len(self.response_ids):
-            raise ValueError(
-                f"loss_mask has {len(self.loss_mask)} entries but response_ids has {len(self.response_ids)}"
-            )
-        for name in ("old_logprobs", "rollout_logprobs"):
-            values = getattr(self, name)
-            if values is not None and len(values) != len(self.response_ids):
-                raise ValueError(
-                    f"{name} has {len(values)} entries but response_ids has {len(self.response_ids)}"
-                )
+from mara_bench.core.episodes import Episode, Message, ModelCall
+from mara_bench.core.samples import Sample
+from mara_bench.harness.chat_template import render_prompt
 
 
 def _extension(

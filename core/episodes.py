@@ -22,10 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from harness.toolcache import ToolCache
+from typing import Any, Literal, Protocol
 
 logger = logging.getLogger(__name__)
 Message = dict[str, str]
@@ -83,10 +80,11 @@ ToolFunction = Callable[..., Awaitable[str]]
 class Toolbox:
     """The tools a system may call, by name. Each tool is an async function returning text."""
 
-    def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: ToolCache | None = None):
+    def __init__(self, tools: dict[str, ToolFunction] | None = None, *, cache: object | None = None):
         self._tools: dict[str, ToolFunction] = dict(tools or {})
         self.cache = cache
-        """The tool cache the tools sit behind (``harness.toolcache``), or ``None`` when tools run live."""
+        """The tool cache the tools sit behind (a ``mara_bench.harness.toolcache.ToolCache``, above this floor), or
+        ``None`` when tools run live."""
 
     def names(self) -> list[str]:
         return sorted(self._tools)
@@ -127,7 +125,7 @@ class ModelCall:
     """The system's turn or iteration counter when the call was made."""
     meta: dict[str, Any] = field(default_factory=dict)
     """The system's per-call outcome as plain data, written and read through its typed ``Outcome``
-    (``harness.systems.outcomes``: ``SolverOutcome``, ``VerifierOutcome``, ``DistillOutcome``,
+    (``mara_bench.harness.systems.outcomes``: ``SolverOutcome``, ``VerifierOutcome``, ``DistillOutcome``,
     ``WorkerOutcome``, ``PlanOutcome``, ``SearchOutcome``, ``UpdateOutcome``)."""
 
 
@@ -175,7 +173,7 @@ class Episode:
     answers: dict[str, str | None] = field(default_factory=dict)
     """Other named answers to score from the same run, e.g. ``{"solver": ...}`` for the V-C system."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """The system's per-episode outcome as plain data, through its typed ``Outcome`` (``harness.systems.outcomes``:
+    """The system's per-episode outcome as plain data, through its typed ``Outcome`` (``mara_bench.harness.systems.outcomes``:
     ``VCOutcome``, ``MatpoOutcome``, ``MaskOutcome``, ``ToolLoopOutcome``, the trainer's ``GroupedRolloutOutcome``...)."""
 
     def calls_by_role(self, role: str) -> list[ModelCall]:

@@ -7,7 +7,7 @@ call of an episode its own seed instead, derived from the episode's seed, the ca
 times the episode has sent that prompt before: the same episode seed gives the same draws whatever the machine's
 load. ``Rollout`` binds one per episode with ``bind_episode_seed`` (the seed drawn, in order, from the step's
 seeded RNG), and ``PolicyChat`` asks ``call_seed`` for every call that names no seed itself; the cold start's
-scripted demonstrations (``trainer.run.warmup``) draw each reply from the same kind of per-call seed.
+scripted demonstrations (``mara_bench.trainer.run.warmup``) draw each reply from the same kind of per-call seed.
 """
 
 from __future__ import annotations

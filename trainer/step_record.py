@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.systems.types import Episode
-from trainer.rollouts.samples import Sample
+from mara_bench.core.episodes import Episode
+from mara_bench.core.samples import Sample
 
 ROLLOUTS_DIR = "rollouts"
 
@@ -57,7 +57,7 @@ def drop_zero_variance(samples: list[Sample]) -> list[Sample]:
 
 def split_rows(samples: Sequence[Sample], sizes: Sequence[int]) -> list[list[Sample]]:
     """The step's joined rows cut back into per-question lists of ``sizes`` rows, ``parent`` local to each list
-    again (copies; ``trainer.methods.concatenate`` undone)."""
+    again (copies; ``mara_bench.trainer.methods.concatenate`` undone)."""
     groups, start = [], 0
     for size in sizes:
         groups.append(

@@ -6,7 +6,7 @@ policy would then be trained on -- and continue from -- sequences it never produ
 each finished call, the exact ids of its conversation (prompt + reply); a later call whose messages continue it
 (the same messages, the reply as an assistant message, then new turns) is given those ids followed by only the
 template's tokens for the new turns (what rendering adds after the earlier conversation). Both backends get
-their prompts here, through ``trainer.learner.policy.PolicyChat``.
+their prompts here, through ``mara_bench.trainer.learner.policy.PolicyChat``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.systems.types import Message
+from mara_bench.core.episodes import Message
 
 Render = Callable[..., list[int]]
 """``render(messages, add_generation_prompt=...)``: the chat template's token ids for ``messages``."""

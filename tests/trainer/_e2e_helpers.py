@@ -1,5 +1,6 @@
 """Shared steps of the end-to-end method tests: warm-start a tiny recipe, check every role's signal after one RL
-step, and score the exported checkpoint with a harness task through ``local/``."""
+step, score the exported checkpoint with a harness task through ``local/``, and a small MARS look-up recipe with a
+held-out split."""
 
 from __future__ import annotations
 
@@ -15,6 +16,21 @@ from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.warmup import role_stats
 
 ROOT = Path(__file__).resolve().parents[2]
+
+LOOKUP_RUN = """\
+model: {{path: {model}}}
+task:
+  factory: mara_bench.trainer.tasks.lookup:lookup_task
+  args: {{n_prompts: 4, k: 2, tools: [search], generated: true, heldout_prompts: 2}}
+  system: mars
+  system_options: {{max_turns: 2, prompts: compact}}
+rollout: {{prompts_per_step: 2, group_size: 2, max_tokens: 16}}
+algorithm: {{method: mars, advantage: grpo}}
+eval: {{every: 2, samples: 1}}
+steps: 2
+save_every: 0
+"""
+"""MARS on four generated countries and two held-out ones (format with ``model=``)."""
 
 
 def warm_started(recipe: str, run_dir: Path, **warmup: Any) -> Trainer:

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _e2e_helpers import LOOKUP_RUN
 from test_train_run_metrics import mara_train
 
 from mara_bench.core.episodes import Reply
@@ -160,21 +161,6 @@ def test_a_real_mara_train_run_logs_heldout_metrics_and_scripts_the_solver(tiny_
     question = json.loads((run / "rollouts" / "step_0.jsonl").read_text().splitlines()[0])
     solvers = [c for c in question["episodes"][0]["calls"] if c["role"] == "solver"]
     assert solvers and {c["reply"]["model"] for c in solvers} == {"scripted-demo"}
-
-
-LOOKUP_RUN = """\
-model: {{path: {model}}}
-task:
-  factory: mara_bench.trainer.tasks.lookup:lookup_task
-  args: {{n_prompts: 4, k: 2, tools: [search], generated: true, heldout_prompts: 2}}
-  system: mars
-  system_options: {{max_turns: 2, prompts: compact}}
-rollout: {{prompts_per_step: 2, group_size: 2, max_tokens: 16}}
-algorithm: {{method: mars, advantage: grpo}}
-eval: {{every: 2, samples: 1}}
-steps: 2
-save_every: 0
-"""
 
 
 def test_a_real_lookup_run_logs_answer_accuracy_and_each_roles_gold_naming(tiny_model_dir, tmp_path):

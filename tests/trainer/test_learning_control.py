@@ -5,26 +5,14 @@ as the RL arm (restoring the cold-start weights gives back the cold-start figure
 import json
 
 import torch
+from _e2e_helpers import LOOKUP_RUN
 
 from benchmarks.bench_learning import learning_run, supervised_control
 from mara_bench.trainer.config import load_config
 from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.heldout import heldout_metrics
 
-RECIPE = """\
-model: {{path: {model}}}
-task:
-  factory: mara_bench.trainer.tasks.lookup:lookup_task
-  args: {{n_prompts: 4, k: 2, tools: [search], generated: true, heldout_prompts: 2}}
-  system: mars
-  system_options: {{max_turns: 2, prompts: compact}}
-rollout: {{prompts_per_step: 2, group_size: 2, max_tokens: 16}}
-algorithm: {{method: mars, advantage: grpo}}
-warmup: {{steps: 2, batch_size: 2}}
-eval: {{every: 1, samples: 1}}
-steps: 1
-save_every: 0
-"""
+RECIPE = LOOKUP_RUN + "warmup: {{steps: 2, batch_size: 2}}\n"  # a short cold start to go back to
 
 
 def test_the_control_arm_moves_the_cold_start_weights_and_is_scored_on_the_same_draws(

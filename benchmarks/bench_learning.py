@@ -44,7 +44,7 @@ from mara_bench.trainer.config import load_config
 from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.heldout import PREFIX, heldout_items, heldout_metrics
 from mara_bench.trainer.run.metrics import MetricsLog, plot_curves
-from mara_bench.trainer.run.warmup import cross_entropy, demo_samples, role_stats
+from mara_bench.trainer.run.warmup import cross_entropy, cycled_batches, demo_samples, role_stats
 
 
 @dataclass
@@ -95,19 +95,11 @@ def supervised_control(trainer: Trainer, cpu_budget: float) -> ControlArm:
     config = trainer.config
     samples = demo_samples(trainer.demos, config.seed, show=False)
     optimizer = torch.optim.AdamW(trainer.policy.parameters(), lr=config.optim.lr, betas=config.optim.betas)
-    rng, order, steps = random.Random(config.seed + 1), [], 0
+    batches, steps = cycled_batches(samples, config.warmup.batch_size, random.Random(config.seed + 1)), 0
     trainer.policy.train()
     started = time.process_time()
     while steps == 0 or time.process_time() - started < cpu_budget:
-        if len(order) < config.warmup.batch_size:
-            fresh = list(range(len(samples)))
-            rng.shuffle(fresh)
-            order += fresh
-        batch, order = (
-            [samples[i] for i in order[: config.warmup.batch_size]],
-            order[config.warmup.batch_size :],
-        )
-        loss, _ = cross_entropy(trainer.policy, batch, config.optim.token_budget)
+        loss, _ = cross_entropy(trainer.policy, next(batches), config.optim.token_budget)
         torch.nn.utils.clip_grad_norm_(trainer.policy.parameters(), config.optim.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

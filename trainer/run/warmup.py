@@ -28,7 +28,7 @@ import asyncio
 import json
 import random
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -222,6 +222,19 @@ Objective = Callable[[torch.nn.Module, list[Sample]], tuple[torch.Tensor, int]]
 """``objective(model, batch) -> (loss, trained tokens)``, backpropagated inside."""
 
 
+def cycled_batches(samples: list[Sample], size: int, rng: random.Random) -> Iterator[list[Sample]]:
+    """``size`` samples at a time, for ever: through the set in a shuffled order, reshuffled each time round (a
+    batch may span two rounds)."""
+    order: list[int] = []
+    while True:
+        if len(order) < size:
+            fresh = list(range(len(samples)))
+            rng.shuffle(fresh)
+            order += fresh
+        yield [samples[i] for i in order[:size]]
+        order = order[size:]
+
+
 def fit(
     name: str,
     model: torch.nn.Module,
@@ -237,20 +250,14 @@ def fit(
     ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
     ``critic``); ``show``: a progress bar with the loss."""
     warmup, optim = config.warmup, config.optim
-    order: list[int] = []
-    rng = random.Random(seed)
+    batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=warmup.lr, betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     records = []
     progress = bar(steps, f"warmup {name}", show=show, unit="step")
     for step in range(steps):
-        if len(order) < warmup.batch_size:
-            fresh = list(range(len(samples)))
-            rng.shuffle(fresh)
-            order += fresh
-        batch, order = [samples[i] for i in order[: warmup.batch_size]], order[warmup.batch_size :]
-        loss, tokens = objective(model, batch)
+        loss, tokens = objective(model, next(batches))
         torch.nn.utils.clip_grad_norm_(model.parameters(), optim.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -200,6 +200,9 @@ class WarmupConfig:
     demo_skills: dict[StrictStr, Annotated[StrictFloat, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
     """Per role of the system, the probability that its scripted decision is right (a right answer, a true
     verdict), overriding the demonstration policy's default (``trainer/demos/<system>.py`` ``SKILLS``)."""
+    demo_work: StrictBool = False
+    """The demonstrations show the working behind each decision, where the system's policy has a worked form
+    (``trainer/demos/vc.py``: the Verifier checks the answer's last digit)."""
     critic_steps: StrictInt = Field(default=0, ge=0)
     """Steps fitting the critic (``algorithm.advantage: gae``) to the demonstrations' returns after the policy's
     fine-tuning (same ``lr`` and ``batch_size``); 0 leaves the critic's value head as initialised."""
@@ -379,6 +382,12 @@ class TrainConfig:
                     "warmup.demo_skills",
                     f"the {self.task.system} demonstration policy has no skill for {', '.join(unknown)}",
                     f"use its roles: {', '.join(sorted(roles))}",
+                )
+            if self.warmup.demo_work and self.task.system not in registry.WORKED_DEMOS:
+                raise ConfigProblem(
+                    "warmup.demo_work",
+                    f"the {self.task.system} demonstration policy has no worked form",
+                    f"remove it, or use a system with one: {', '.join(sorted(registry.WORKED_DEMOS))}",
                 )
         elif self.warmup.demo_skills:
             raise ConfigProblem(

@@ -53,6 +53,9 @@ DEMO_SKILLS: dict[str, Named] = {
 """The systems with a demonstration policy for the cold start (``mara_bench.trainer.demos.POLICIES``), each with
 its roles' default skills: what a recipe's ``warmup`` is checked against."""
 
+WORKED_DEMOS = frozenset({"vc"})
+"""The systems whose demonstration policy has a worked form (``DemoPolicy.worked``, ``warmup.demo_work``)."""
+
 
 def entry(registry: dict[str, Named], name: str, kind: str) -> Named:
     """``registry[name]``; an unknown name raises ``mara_bench.core.named``'s ValueError naming ``kind`` and the known

@@ -32,14 +32,16 @@ Reply = Callable[[str, list[Message], dict[str, Any], random.Random, Skills], st
 
 @dataclass(frozen=True)
 class DemoPolicy:
-    """A system's scripted reply function and its default skills."""
+    """A system's scripted reply function and its default skills; ``worked``, where the policy has one, is its
+    reply showing the working behind each decision (``warmup.demo_work``)."""
 
     reply: Reply
     skills: Skills
+    worked: Reply | None = None
 
 
 POLICIES: dict[str, DemoPolicy] = {
-    "vc": DemoPolicy(vc.reply, vc.SKILLS),
+    "vc": DemoPolicy(vc.reply, vc.SKILLS, vc.worked_reply),
     "mars": DemoPolicy(mars.reply, mars.SKILLS),
     "matpo": DemoPolicy(matpo.reply, matpo.SKILLS),
     "mask": DemoPolicy(mask.reply, mask.SKILLS),
@@ -61,7 +63,8 @@ class ScriptedChat:
     """A ``Chat`` whose replies come from a demonstration policy for one question (``item``).
 
     ``tokenizer`` is the policy model's, so systems that count tokens (MARS's System-1 bins) pack exactly as in
-    the RL rollouts; ``skills`` override the policy's defaults role by role.
+    the RL rollouts; ``skills`` override the policy's defaults role by role; ``show_work`` replies with the
+    policy's ``worked`` form.
     """
 
     policy: DemoPolicy
@@ -69,6 +72,7 @@ class ScriptedChat:
     rng: random.Random
     tokenizer: Any = None
     skills: Skills = field(default_factory=dict)
+    show_work: bool = False
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> ModelReply:  # noqa: ARG002
         """The policy's reply, drawn from the episode's seed for this prompt when one is bound (so concurrent
@@ -76,6 +80,5 @@ class ScriptedChat:
         seed = call_seed(json.dumps(messages, sort_keys=True))
         rng = self.rng if seed is None else random.Random(seed)
         skills = {**self.policy.skills, **self.skills}
-        return ModelReply(
-            text=self.policy.reply(role, messages, self.item, rng, skills), model="scripted-demo"
-        )
+        reply = self.policy.worked if self.show_work and self.policy.worked else self.policy.reply
+        return ModelReply(text=reply(role, messages, self.item, rng, skills), model="scripted-demo")

@@ -6,12 +6,18 @@ numeric answer (``mara_bench.trainer.tasks.toy.addition_task``).
   probability ``skills["verifier"]``, else the opposite one;
 * Corrector: a new ``\\boxed{}`` solution, right with probability ``skills["corrector"]``.
 
+``worked_reply`` is the same policy showing its working (``warmup.demo_work``): its Verifier checks the judged answer's
+last digit against the sum of the operands' last digits -- a check that catches every wrong answer of the scripted
+Solver (off by 1 to 3) -- adding those digits right with probability ``skills["verifier"]`` (else off by 1 or 2) and
+giving the verdict the check implies.
+
 ``SKILLS`` are the defaults; a recipe's ``warmup.demo_skills`` overrides them.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +28,7 @@ from mara_bench.trainer.algorithms.rewards import gold_text
 from mara_bench.trainer.demos.text import last_content
 
 SKILLS = {SOLVER: 0.5, VERIFIER: 0.75, CORRECTOR: 0.7}
+_OPERANDS = re.compile(r"(\d+)\s*\+\s*(\d+)")
 
 
 def solution(answer: str, skill: float, rng: random.Random) -> str:
@@ -37,6 +44,23 @@ def verdict(judged: str | None, answer: str, skill: float, rng: random.Random) -
     return f"The answer is {judged}.\nCorrectness: {'Correct' if says_right else 'Wrong'}"
 
 
+def last_digit_check(question: str, judged: str | None, skill: float, rng: random.Random) -> str:
+    """A report that adds the operands' last digits (right with probability ``skill``, else off by 1 or 2),
+    compares the judged answer's last digit with the result's and ends with the verdict that comparison implies."""
+    operands = _OPERANDS.search(question)
+    if operands is None:
+        raise ValueError(f"the worked vc demonstrations need an addition question; got {question!r}")
+    a, b = (int(operand) % 10 for operand in operands.groups())
+    digits = a + b if rng.random() < skill else max(0, a + b + rng.choice([-2, -1, 1, 2]))
+    if judged is None or not judged.isdigit():
+        return f"{a} + {b} = {digits}. No number to check.\nCorrectness: Wrong"
+    agrees = int(judged) % 10 == digits % 10
+    return (
+        f"{a} + {b} = {digits}, so the sum ends in {digits % 10}; {judged} ends in {judged[-1]}.\n"
+        f"Correctness: {'Correct' if agrees else 'Wrong'}"
+    )
+
+
 def reply(
     role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, skills: Mapping[str, float]
 ) -> str:
@@ -46,3 +70,13 @@ def reply(
     if role == VERIFIER:  # the user message holds the problem, then the judged solution
         return verdict(extract_answer(last_content(messages, "user")), answer, skills[VERIFIER], rng)
     raise ValueError(f"the vc demonstration policy has no role {role!r}")
+
+
+def worked_reply(
+    role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, skills: Mapping[str, float]
+) -> str:
+    """``reply``, the Verifier showing its check (``last_digit_check``)."""
+    if role == VERIFIER:
+        judged = extract_answer(last_content(messages, "user"))
+        return last_digit_check(item["question"], judged, skills[VERIFIER], rng)
+    return reply(role, messages, item, rng, skills)

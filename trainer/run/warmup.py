@@ -82,10 +82,11 @@ async def demo_episodes(demos: Demos, item: dict[str, Any], rng: random.Random) 
     """One question's demonstration episodes, run through the recipe's system (or its method's rollout), less
     those its judge left unscored (``judged``)."""
     rollout = demos.rollout
+    settings = demos.settings
     chat = ScriptedChat(
-        demo_policy(rollout.system.name), item, rng, demos.tokenizer, demos.settings.demo_skills
+        demo_policy(rollout.system.name), item, rng, demos.tokenizer, settings.demo_skills, settings.demo_work
     )
-    seeds = [rng.getrandbits(SEED_BITS) for _ in range(demos.settings.demos_per_item)]
+    seeds = [rng.getrandbits(SEED_BITS) for _ in range(settings.demos_per_item)]
     if rollout.own_rollout is not None:
         groups = [await seeded(seed, rollout.own_rollout(item, chat, rng)) for seed in seeds]
         return await judged(rollout.task, item, [episode for group in groups for episode in group])

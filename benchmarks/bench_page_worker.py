@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 from _pairs import interleaved_pairs, ratio_spread
 
-from mara_bench.harness.tools.browse import read_page
+from mara_bench.harness.tools.page_text import read_page
 from mara_bench.harness.tools.page_worker import Page, read_in_worker
 
 ROUNDS = 6

@@ -21,7 +21,7 @@ import pytest
 from mara_bench.core.episodes import Reply, Toolbox
 from mara_bench.harness.binpack import first_fit_decreasing
 from mara_bench.harness.systems import mars
-from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.toolbase.output import ToolText
 
 PAGES_PER_CALL = 20
 BUDGETS = (8192, 16384, 23552)

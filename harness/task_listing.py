@@ -84,7 +84,7 @@ def _option_rows(system: str, run: Callable[..., Any]) -> list[tuple[str, str, s
 
 
 def _tool_setting_rows() -> list[tuple[str, str, str, str]]:
-    from mara_bench.harness.tools.settings import ToolSettings
+    from mara_bench.harness.toolbase.settings import ToolSettings
 
     hints = typing.get_type_hints(ToolSettings)
     rows = []

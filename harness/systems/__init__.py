@@ -22,8 +22,8 @@ from mara_bench.harness.prompts import fill
 from mara_bench.harness.systems import direct, mars, mask, matpo, react, vc
 from mara_bench.harness.systems.inspect_adapter import InspectChat, record_generation, store_episode
 from mara_bench.harness.systems.options import check_options, option_names
+from mara_bench.harness.toolbase.settings import ToolSettings
 from mara_bench.harness.toolcache.counts import counting
-from mara_bench.harness.tools.settings import ToolSettings
 
 logger = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ from mara_bench.harness.systems.outcomes import (
     SearchOutcome,
     UpdateOutcome,
 )
-from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.toolbase.output import ToolText
 
 PLAN, SEARCH, SUMMARY, UPDATE, ANSWER = "plan", "search", "summary", "update", "answer"
 ROLES = (PLAN, SEARCH, SUMMARY, UPDATE, ANSWER)

@@ -31,11 +31,12 @@ import threading
 from typing import Any, Literal
 
 from mara_bench.core.episodes import ToolError, ToolFunction, TransientToolError
+from mara_bench.harness.toolbase.output import ToolText
 from mara_bench.harness.toolcache.counts import SAMPLE_COUNTS, CacheCounts
 from mara_bench.harness.toolcache.keys import canonical_json, request_key, request_of
-from mara_bench.harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError, open_store
+from mara_bench.harness.toolcache.locations import open_store
+from mara_bench.harness.toolcache.store import ResponseStore, SnapshotFrozen, StoreError
 from mara_bench.harness.toolcache.variants import response_limit
-from mara_bench.harness.tools.output import ToolText
 
 Mode = Literal["off", "record", "replay", "replay-or-record"]
 logger = logging.getLogger(__name__)

@@ -16,10 +16,11 @@ import os
 import sys
 
 from mara_bench.harness.invocation import user_path
+from mara_bench.harness.toolbase.settings import TOOL_STORE_ENV, ToolSettings
 from mara_bench.harness.toolcache.archive import Archive, export_snapshot, import_snapshot, read_archive
 from mara_bench.harness.toolcache.keys import SAFE_NAME
-from mara_bench.harness.toolcache.store import ResponseStore, Snapshot, StoreError, open_store, safe_name
-from mara_bench.harness.tools.settings import TOOL_STORE_ENV, ToolSettings
+from mara_bench.harness.toolcache.locations import open_store
+from mara_bench.harness.toolcache.store import ResponseStore, Snapshot, StoreError, safe_name
 
 
 def _parser() -> argparse.ArgumentParser:

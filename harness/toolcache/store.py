@@ -22,12 +22,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from mara_bench.harness.toolbase.settings import ToolConfigError
 from mara_bench.harness.toolcache.blobs import BlobProblem, deflate, inflate
 from mara_bench.harness.toolcache.keys import UnsafeName, check_hash, check_name, recorded_request_problem
-from mara_bench.harness.tools.settings import ToolConfigError
 
 INDEX_FILE = "index.sqlite"
 BLOB_DIR = "blobs"
@@ -97,26 +96,6 @@ def snapshot_digest(pairs: list[tuple[str, str]]) -> str:
     """The id of a snapshot holding these ``(key, blob)`` pairs (order does not matter)."""
     lines = "".join(f"{key} {blob}\n" for key, blob in sorted(pairs))
     return "sha256:" + content_hash(lines.encode())
-
-
-def is_local(location: str) -> bool:
-    return "://" not in location or location.startswith("file://")
-
-
-def open_store(location: str, *, create: bool, max_bytes: int | None = None) -> ResponseStore:
-    """The store at ``location`` (folder or fsspec URL); ``create``: make it when absent, else ``StoreError``."""
-    if is_local(location):
-        from mara_bench.harness.toolcache.local_store import LocalStore
-
-        return LocalStore(Path(location.removeprefix("file://")), create=create, max_bytes=max_bytes)
-    if max_bytes is not None:
-        raise StoreError(
-            f"tool store {location}: tool_store_max_mb bounds local stores only; drop it and bound the bucket "
-            "with its own lifecycle rules"
-        )
-    from mara_bench.harness.toolcache.remote_store import RemoteStore
-
-    return RemoteStore(location, create=create)
 
 
 class ResponseStore(ABC):

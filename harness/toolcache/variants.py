@@ -15,8 +15,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from mara_bench.harness.toolbase.settings import ToolConfigError, ToolSettings
 from mara_bench.harness.toolcache.store import MAX_RESPONSE_BYTES
-from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
 
 SHAPING_SETTINGS: dict[str, tuple[str, ...]] = {
     "search": ("search_backend", "k", "blocklist"),

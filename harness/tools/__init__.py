@@ -20,19 +20,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mara_bench.harness.tools.blocklist import DEFAULT_BLOCKLIST, Blocklist
-    from mara_bench.harness.tools.output import Hit, ToolText, tool_documents
-    from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
+    from mara_bench.harness.toolbase.blocklist import DEFAULT_BLOCKLIST, Blocklist
+    from mara_bench.harness.toolbase.output import Hit, ToolText, tool_documents
+    from mara_bench.harness.toolbase.settings import ToolConfigError, ToolSettings
     from mara_bench.harness.tools.toolbox import TOOL_NAMES, build_toolbox
 
 _HOMES = {
-    "DEFAULT_BLOCKLIST": "mara_bench.harness.tools.blocklist",
-    "Blocklist": "mara_bench.harness.tools.blocklist",
-    "Hit": "mara_bench.harness.tools.output",
-    "ToolText": "mara_bench.harness.tools.output",
-    "tool_documents": "mara_bench.harness.tools.output",
-    "ToolConfigError": "mara_bench.harness.tools.settings",
-    "ToolSettings": "mara_bench.harness.tools.settings",
+    "DEFAULT_BLOCKLIST": "mara_bench.harness.toolbase.blocklist",
+    "Blocklist": "mara_bench.harness.toolbase.blocklist",
+    "Hit": "mara_bench.harness.toolbase.output",
+    "ToolText": "mara_bench.harness.toolbase.output",
+    "tool_documents": "mara_bench.harness.toolbase.output",
+    "ToolConfigError": "mara_bench.harness.toolbase.settings",
+    "ToolSettings": "mara_bench.harness.toolbase.settings",
     "TOOL_NAMES": "mara_bench.harness.tools.toolbox",
     "build_toolbox": "mara_bench.harness.tools.toolbox",
 }

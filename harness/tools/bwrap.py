@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mara_bench.harness.tools import seccomp_filter
+import mara_bench.harness.tools.seccomp_filter as seccomp_filter
 
 BWRAP = "bwrap"
 PACKAGE = "bubblewrap"

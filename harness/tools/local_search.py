@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from mara_bench.harness.retrieval import RetrievalIndex
-from mara_bench.harness.tools.output import Hit
+from mara_bench.harness.toolbase.output import Hit
 
 
 async def corpus_search(query: str, *, index: RetrievalIndex, k: int) -> list[Hit]:

@@ -25,11 +25,12 @@ import struct
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO
 
 from mara_bench.core.episodes import ToolError, TransientToolError
+from mara_bench.harness.tools.page_text import Page, read_page
 
 MAX_IDLE = 4
 """Workers kept alive between pages (each holds the extraction stack, about 100 MB)."""
@@ -38,17 +39,6 @@ START_SECONDS = 120.0
 FRAME = struct.Struct("<I")
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder holding the ``harness`` package, put on the workers' ``PYTHONPATH``."""
-
-
-@dataclass(frozen=True)
-class Page:
-    """A fetched page, as ``mara_bench.harness.tools.browse.read_page`` takes it."""
-
-    content_type: str
-    body: bytes
-    charset: str | None
-    url: str
-    max_chars: int
 
 
 WARM_UP_PAGE = Page(
@@ -183,8 +173,6 @@ async def read_in_worker(page: Page, *, seconds: float) -> tuple[str, str]:
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The worker: read pages from ``requests`` until it closes, answer each on ``replies``."""
-    from mara_bench.harness.tools.browse import read_page
-
     read_page(
         WARM_UP_PAGE
     )  # the extractor's first page sets it up (seconds on a loaded machine): not a user's

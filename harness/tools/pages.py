@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from mara_bench.harness.tools.output import ToolText, tool_documents
+from mara_bench.harness.toolbase.output import ToolText, tool_documents
 
 PageFetch = Callable[[str], Awaitable[str | None]]
 """``await fetch(url)`` -> the page text, or ``None`` when it could not be read."""

@@ -33,8 +33,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mara_bench.harness.tools.bwrap as bwrap
+import mara_bench.harness.tools.call_cgroup as call_cgroup
+import mara_bench.harness.tools.cleanup_tree as cleanup_tree
 from mara_bench.core.episodes import ToolError
-from mara_bench.harness.tools import bwrap, call_cgroup, cleanup_tree
 
 logger = logging.getLogger(__name__)
 CHILD = Path(__file__).with_name("sandbox_child.py")

@@ -12,8 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from mara_bench.core.episodes import ToolError, TransientToolError
-from mara_bench.harness.tools.blocklist import Blocklist
-from mara_bench.harness.tools.output import Hit, QueryResult, ToolText, render_results
+from mara_bench.harness.toolbase.blocklist import Blocklist
+from mara_bench.harness.toolbase.output import Hit, QueryResult, ToolText, render_results
 
 SearchOne = Callable[[str], Awaitable[list[Hit]]]
 

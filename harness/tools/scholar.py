@@ -7,9 +7,9 @@ venue · cited by) and the snippet (SerpAPI) or the abstract (OpenAlex). Answers
 
 from __future__ import annotations
 
-from mara_bench.harness.tools.output import Hit
+from mara_bench.harness.toolbase.output import Hit
+from mara_bench.harness.toolbase.settings import OPENALEX_URL, SERPAPI_URL
 from mara_bench.harness.tools.replies import OpenAlexReply, OpenAlexWork, SerpApiResult
-from mara_bench.harness.tools.settings import OPENALEX_URL, SERPAPI_URL
 from mara_bench.harness.tools.web import HttpSettings, get_json
 from mara_bench.harness.tools.web_search import serpapi_results
 

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mara_bench.core.episodes import Toolbox, ToolFunction
+from mara_bench.harness.toolbase.blocklist import Blocklist
+from mara_bench.harness.toolbase.settings import INDEX_ENV, ToolConfigError, ToolSettings
 from mara_bench.harness.tools.addresses import AddressPolicy
-from mara_bench.harness.tools.blocklist import Blocklist
 from mara_bench.harness.tools.queries import SearchOne, answer_queries
-from mara_bench.harness.tools.settings import INDEX_ENV, ToolConfigError, ToolSettings
 from mara_bench.harness.tools.web import HttpSettings
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def _browse_tool(settings: ToolSettings, http: HttpSettings, blocklist: Blocklis
 
 def _python_tool(settings: ToolSettings) -> ToolFunction:
     """The python tool isolated as ``python_sandbox`` says; bwrap is checked here, before any sample runs."""
-    from mara_bench.harness.tools import bwrap
+    import mara_bench.harness.tools.bwrap as bwrap
     from mara_bench.harness.tools.python_sandbox import (
         SandboxLimits,
         run_python,

@@ -7,7 +7,7 @@ checked against their shape (``mara_bench.harness.tools.replies``) first: anothe
 from __future__ import annotations
 
 from mara_bench.core.episodes import ToolError
-from mara_bench.harness.tools.output import Hit
+from mara_bench.harness.toolbase.output import Hit
 from mara_bench.harness.tools.replies import SerpApiReply, SerpApiResult, SerperReply, SerperResult
 from mara_bench.harness.tools.web import HttpSettings, get_json
 

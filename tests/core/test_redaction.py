@@ -11,7 +11,7 @@ from mara_bench.harness.redaction import (
     redact_text,
     redact_url,
 )
-from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
+from mara_bench.harness.toolbase.settings import ToolConfigError, ToolSettings
 from mara_bench.leaderboards.suite import SuiteError, parse_suite
 
 

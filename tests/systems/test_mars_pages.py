@@ -10,7 +10,7 @@ from mara_bench.harness.accounting import account
 from mara_bench.harness.protocols import get_protocol
 from mara_bench.harness.systems import TOOL_SETTINGS, build_toolbox, get_system, mars
 from mara_bench.harness.systems.tokens import CharEstimate
-from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.toolbase.output import ToolText
 from mara_bench.harness.tools.pages import read_pages
 
 QUESTION = "Which river flows through the city of Zorvan?"

@@ -7,7 +7,7 @@ import pytest
 
 from mara_bench.harness.systems import mars, run_system
 from mara_bench.harness.systems.tokens import CharEstimate, token_meter
-from mara_bench.harness.tools.output import ToolText
+from mara_bench.harness.toolbase.output import ToolText
 
 QUESTION = "What is the capital of France?"
 PURPOSE = "find the capital"

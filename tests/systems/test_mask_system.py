@@ -9,7 +9,7 @@ import pytest
 
 from mara_bench.harness.retrieval.corpus import split_contents
 from mara_bench.harness.systems import mask, mask_parse, run_system
-from mara_bench.harness.tools.output import Hit, QueryResult, ToolText, render_results
+from mara_bench.harness.toolbase.output import Hit, QueryResult, ToolText, render_results
 from mara_bench.judges import lexical
 
 QUESTION = "Who is the current CEO of the company that developed ChatGPT?"

@@ -15,12 +15,12 @@ import pytest
 
 from mara_bench.core.episodes import ToolError
 from mara_bench.harness.cli import main as mara
+from mara_bench.harness.toolbase.output import ToolText
+from mara_bench.harness.toolbase.settings import ToolConfigError
 from mara_bench.harness.toolcache import open_cache, open_store
 from mara_bench.harness.toolcache.archive import export_snapshot, import_snapshot, read_archive
 from mara_bench.harness.toolcache.store import StoreError
 from mara_bench.harness.tools import build_toolbox
-from mara_bench.harness.tools.output import ToolText
-from mara_bench.harness.tools.settings import ToolConfigError
 
 
 def run(coroutine):

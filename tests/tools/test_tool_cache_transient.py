@@ -12,10 +12,10 @@ import shutil
 import pytest
 
 from mara_bench.core.episodes import ToolError, TransientToolError
+from mara_bench.harness.toolbase.settings import ToolConfigError, ToolSettings
 from mara_bench.harness.toolcache.keys import canonical_url, normalised
 from mara_bench.harness.toolcache.variants import tool_variant
 from mara_bench.harness.tools import build_toolbox
-from mara_bench.harness.tools.settings import ToolConfigError, ToolSettings
 
 
 def run(coroutine):

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 from mara_bench.core.typed_config import ConfigError, config_dataclass, validate
 from mara_bench.harness.invocation import user_path
 from mara_bench.harness.redaction import credential_problem
-from mara_bench.harness.tools.blocklist import DEFAULT_BLOCKLIST
+from mara_bench.harness.toolbase.blocklist import DEFAULT_BLOCKLIST
 
 INDEX_ENV = "MARA_INDEX"
 TOOL_STORE_ENV = "MARA_TOOL_STORE"

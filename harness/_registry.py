@@ -14,7 +14,7 @@ from mara_bench.harness import invocation  # noqa: F401  (first: captures the di
 # isort: split
 from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
 from mara_bench.harness import (
-    accounting,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
+    accounting_scorer,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)
 )
 from mara_bench.harness.prerequisites import install_one_line_hook

@@ -5,7 +5,8 @@ and papers read, python calls and, when every model that answered has a price, U
 its ``accounting`` score (``record_account``), and Inspect reports them with the metrics of the registered
 ``accounting`` scorer (the mean per attempt, one attempt being one question in one epoch, and totals over the whole
 eval), next to the judge's scores. The solver writes the score itself, where the Episode is at hand: a scorer of
-its own cost every sample a scorer span (two more events) and a pass over the stored Episode.
+its own cost every sample a scorer span (two more events) and a pass over the stored Episode. The registered
+scorer itself lives above the systems (``mara_bench.harness.accounting_scorer``), which import this module.
 
 A page read is a ``browse`` call that returned text (MARS reads result pages that way; react and MATPO's worker
 browse themselves); one that read a ``scholar`` result counts as a paper (table 6's "Papers") instead. Prices live in ``harness/prices.yaml`` (US dollars per million input / output tokens by model
@@ -23,10 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Value, metric
 from inspect_ai.solver import TaskState
-
-from mara_bench.core.inspect_compat import register_bare_name
 
 if TYPE_CHECKING:
     from mara_bench.core.episodes import Episode
@@ -225,27 +224,3 @@ def record_account(
         state.scores = {}
     value = {**account(episode, roles, tools, default_prices()), **(extra or {})}
     state.scores[ACCOUNTING_SCORE] = Score(value=value)
-
-
-@register_bare_name
-@scorer(metrics=[per_attempt_means_and_totals()], name=ACCOUNTING_SCORE)
-def accounting() -> Scorer:
-    """The metrics of the ``accounting`` score (Inspect finds a solver-written score's metrics by the score's name);
-    as a scorer, it counts a sample's stored Episode with its system's roles and tools (NaN without an Episode)."""
-
-    async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001
-        from mara_bench.harness.systems.inspect_adapter import (
-            stored_episode,  # the systems package imports this module
-        )
-
-        episode = stored_episode(state.store)
-        if episode is None:
-            return Score(
-                value=dict.fromkeys(account_keys((), ()), math.nan), explanation="no episode recorded"
-            )
-        from mara_bench.harness.systems import get_system
-
-        spec = get_system(episode.system)
-        return Score(value=account(episode, spec.roles, [*spec.tools, *spec.helper_tools], default_prices()))
-
-    return score

@@ -40,8 +40,9 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.harness.datasets.specs import INSTRUCTION_KEY
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.testing import scripted_model
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -93,7 +94,7 @@ def aime_file(directory: Path, samples: int = SAMPLES) -> Path:
 
 def harness_task(data: Path) -> Task:
     """The harness side: ``aime2025 -T system=direct`` on ``data``."""
-    return benchmark_task("aime2025", system="direct", data=str(data))
+    return evaluation_task(get_benchmark("aime2025"), system="direct", data=str(data))
 
 
 def plain_samples(data: Path) -> list[Sample]:

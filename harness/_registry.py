@@ -12,7 +12,7 @@ task file's folder.
 from mara_bench.harness import invocation  # noqa: F401  (first: captures the directory the command ran in)
 
 # isort: split
-from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa  # noqa: F401  (registers mara_bench/<task>)
+from mara_bench import catalog  # noqa: F401  (imports every task file: registers mara_bench/<task>)
 from mara_bench.harness import (
     accounting_scorer,  # noqa: F401  (registers the metrics of the systems' `accounting` score)
     protocols,  # noqa: F401  (registers the maj@k epoch reducer, so `inspect score` finds it)

@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+READS_EVERY_TASK = frozenset({"tasks"})
+"""Sub-commands that read every declared benchmark: the task files are imported first (``mara_bench.catalog``)."""
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: mara <command> [options]", "", "commands:"]
@@ -55,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"mara: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    if name in READS_EVERY_TASK:
+        from mara_bench import catalog  # noqa: F401  (each task file registers its benchmarks)
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
 

@@ -1,6 +1,6 @@
 """The one place an evaluation task is assembled: dataset × system × judge × protocol.
 
-``benchmark_task`` validates every option first (benchmark, protocol, epochs/reducers, judge, system and its
+``evaluation_task`` validates every option first (protocol, epochs/reducers, judge, system and its
 options, data selection) so that a bad ``-T`` value stops the run at task creation, before any sample runs, with a
 message listing the valid values (one line under ``inspect eval``: ``mara_bench.harness.prerequisites``). The task's metadata
 is a ``mara_bench.harness.task_metadata.TaskMetadata``: what was evaluated and how -- benchmark, source and its revision or
@@ -21,16 +21,16 @@ from inspect_ai.model import Model, get_model, model_roles
 
 from mara_bench.core.inspect_compat import PrerequisiteError, active_model
 from mara_bench.core.named import lookup
-from mara_bench.core.typed_config import ConfigError, did_you_mean
+from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.audit import audited_answers, human_verdict, load_audit
 from mara_bench.harness.breakdowns import breakdown_keys, with_breakdowns
-from mara_bench.harness.datasets import get_benchmark, load_benchmark
+from mara_bench.harness.datasets import BenchmarkSpec, load_spec
 from mara_bench.harness.prerequisites import one_line_errors
 from mara_bench.harness.protocols import Protocol, get_protocol
 from mara_bench.harness.providers.provenance import recorded
-from mara_bench.harness.systems import get_system, index_record, system_solver, tool_cache_summary
+from mara_bench.harness.systems import SystemSpec, get_system, index_record, system_solver, tool_cache_summary
+from mara_bench.harness.task_arguments import TASK_PARAMETER_NAMES, split_task_arguments
 from mara_bench.harness.task_metadata import TaskMetadata, dataset_hash
-from mara_bench.harness.tasks import TASK_PARAMETER_NAMES, split_task_arguments
 from mara_bench.judges import registry as judges
 from mara_bench.judges.grader import GRADER_ROLE, SECOND_GRADER_ROLE
 
@@ -100,19 +100,6 @@ def _checkpoint_records(
     return (own.as_dict() if own is not None else None), by_role
 
 
-def _check_option_names(system: str, system_options: dict[str, Any]) -> None:
-    """A ``-T`` name that is neither a task parameter nor an option of ``system`` raises, suggesting the closest."""
-    valid_options = get_system(system).options()
-    unknown = sorted(set(system_options) - set(valid_options))
-    if unknown:
-        raise ConfigError(
-            f"unknown -T option(s) {', '.join(unknown)}; "
-            f"{did_you_mean(unknown[0], [*TASK_PARAMETER_NAMES, *valid_options])}"
-            f"task parameters: {', '.join(TASK_PARAMETER_NAMES)}; "
-            f"system {system!r} options: {', '.join(valid_options) or 'none'} (mara tasks lists them)"
-        )
-
-
 def _role_models(roles: tuple[str, ...], task_roles: dict[str, Model] | None) -> dict[str, str | None]:
     """Which model serves each agent role of the system: the eval's ``--model-role`` binding, else ``None`` (the
     evaluated model). With ``resolved_role_checkpoints`` (checkpoint hashes of ``local/`` models) a log says which
@@ -122,11 +109,11 @@ def _role_models(roles: tuple[str, ...], task_roles: dict[str, Model] | None) ->
 
 
 def _system_options(
-    system: str, protocol: Protocol, options: dict[str, Any]
+    system: SystemSpec, protocol: Protocol, options: dict[str, Any]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The protocol's system settings the system accepts, overridden by the user's own ``-T`` system options;
     and the names of those the protocol set (its sampling ones yield to a setting the user typed at run time)."""
-    accepted = set(get_system(system).options())
+    accepted = set(system.options())
     settings = {key: value for key, value in protocol.system_settings.items() if key in accepted}
     return {**settings, **options}, tuple(sorted(set(settings) - set(options)))
 
@@ -136,11 +123,11 @@ NAMED_FILES_AND_MODELS = ("second_grader", "audit")
 
 
 @one_line_errors
-def benchmark_task(benchmark: str, **arguments: Any) -> Task:
-    """An Inspect task evaluating a system on ``benchmark`` (see the module docstring).
+def evaluation_task(spec: BenchmarkSpec, **arguments: Any) -> Task:
+    """An Inspect task evaluating a system on the benchmark ``spec`` (see the module docstring).
 
-    ``arguments`` are the task parameters (``mara_bench.harness.tasks.TaskArguments``) and the system's options; a name that
-    is neither is an error suggesting the closest of both.
+    ``arguments`` are the task parameters (``mara_bench.harness.task_arguments.TaskArguments``) and the system's
+    options; a name that is neither is an error suggesting the closest of both.
     """
     for named in NAMED_FILES_AND_MODELS:
         if named in arguments and arguments[named] in (
@@ -149,9 +136,8 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         ):  # ``-T second_grader=``: YAML reads it as null
             raise ConfigError(f"{named}: given empty; name one (see `mara tasks`) or drop -T {named}=")
     task, system_options = split_task_arguments(arguments)
-    system, judge_timeout = task.system, task.judge_timeout
-    _check_option_names(system, system_options)
-    spec = get_benchmark(benchmark)
+    system, judge_timeout = get_system(task.system), task.judge_timeout
+    system.check_names(system_options, TASK_PARAMETER_NAMES)
     chosen = get_protocol(task.protocol or spec.protocol).with_overrides(
         epochs=task.epochs, reducers=task.reducers
     )
@@ -175,20 +161,20 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     solver = (
         audited_answers(audit)
         if audit is not None
-        else system_solver(
-            system,
+        else system_solver(  # by name: Inspect records a solver's arguments in the log
+            system.name,
             from_protocol=from_protocol,
             protocol_generate=chosen.generate.model_dump(exclude_none=True),
             **effective_options,
         )
     )
-    system_spec = get_system(system)
-    tool_cache = tool_cache_summary(system_spec, system_spec.split_options(effective_options)[1])
+    tool_settings = system.split_options(effective_options)[1]
+    tool_cache = tool_cache_summary(system, tool_settings)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
     )
     scorers = [headline] + [
-        judges.get_judge(judge_name, **{**judge_options, "answer": answer}) for answer in system_spec.answers
+        judges.get_judge(judge_name, **{**judge_options, "answer": answer}) for answer in system.answers
     ]
     uses_grader = judges.is_llm_judge(judge_name, **judge_options)
     task_roles = _grader_roles(judge_name, judge_model) if uses_grader else None
@@ -200,8 +186,8 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     if audit is not None:
         scorers.append(human_verdict(audit))
     ids = sorted(audit) if audit is not None else task.ids
-    loaded = load_benchmark(
-        spec.name,
+    loaded = load_spec(
+        spec,
         data=task.data,
         ids=ids,
         limit=task.limit,
@@ -212,7 +198,7 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
     metadata = TaskMetadata(
         dataset=loaded.provenance,
         dataset_hash=dataset_hash(loaded.dataset),
-        system=system,
+        system=system.name,
         system_options=effective_options,
         system_options_from_protocol=list(from_protocol),
         protocol=chosen.summary(),
@@ -220,11 +206,11 @@ def benchmark_task(benchmark: str, **arguments: Any) -> Task:
         judge_options=judge_options,
         judge_model=_grader_name(task_roles) if uses_grader else None,
         second_judge_model=_grader_name(task_roles, SECOND_GRADER_ROLE) if second_roles is not None else None,
-        role_models=_role_models(system_spec.roles, task_roles),
+        role_models=_role_models(system.roles, task_roles),
         tool_cache=tool_cache,
         resolved_checkpoint=resolved_checkpoint,
         resolved_role_checkpoints=resolved_role_checkpoints,
-        retrieval_index=index_record(system_spec, system_spec.split_options(effective_options)[1]),
+        retrieval_index=index_record(system, tool_settings),
     )
     return Task(
         name=spec.name,

@@ -2,7 +2,7 @@
 
 Inspect prints a ``PrerequisiteError`` that ends a command as its message alone (through its rich console, so
 nothing at all under ``--display none``); any other error as a 100-300 line traceback with the useful line last.
-``one_line_errors`` wraps the functions Inspect calls to build a task or a model (``benchmark_task``, the ``local/``
+``one_line_errors`` wraps the functions Inspect calls to build a task or a model (``evaluation_task``, the ``local/``
 model factory): an error of this project's own classes (a ``ConfigError``, a malformed data row, a missing file,
 ...) or a plain ``ValueError`` (the registries' unknown-name errors) leaves them as the same error made a
 ``PrerequisiteError`` too -- its type, attributes and message kept, so code catching it by its own type still

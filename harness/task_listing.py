@@ -1,50 +1,25 @@
 """``mara tasks [NAME]``: what can be evaluated and how, read from the code itself.
 
-Without a name: every registered task, one line each. With a name: the task's title and declaration (dataset,
-row formats, prompt, judge, default protocol), its parameters (from
-``mara_bench.harness.tasks.TaskArguments``) with types and defaults, every system with its options (from each system's ``run``
-signature and the tool settings, and its prompt sets from ``mara_bench.harness.prompts.sets``), the protocols and the judges.
-"""
+Without a name: every registered task (``BENCHMARKS``; the ``mara`` command imports every task file first,
+``mara_bench.catalog``), one line each. With a name: the task's title and declaration (dataset, row formats,
+prompt, judge, default protocol), its parameters (from ``mara_bench.harness.task_arguments.TaskArguments``) with
+types and defaults, every system with its options (from each system's ``run`` signature and the tool settings, and
+its prompt sets from ``mara_bench.harness.prompts.sets``), the protocols and the judges."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import inspect
-import pkgutil
 import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mara_bench.harness.tasks import TASK_PARAMETERS, declaration_lines, type_name
+from mara_bench.harness.datasets.specs import BENCHMARKS
+from mara_bench.harness.task_arguments import TASK_PARAMETERS
+from mara_bench.harness.task_builder import declaration_lines, type_name
 
 TASK_PACKAGE = "mara_bench"
-
-
-def registered_tasks() -> dict[str, Callable[..., Any]]:
-    """Task name -> task function, for every benchmark task in the ``mara_bench`` package (the files in tasks/)."""
-    from mara_bench.harness.datasets import BENCHMARKS
-
-    package = importlib.import_module(TASK_PACKAGE)
-    found: dict[str, Callable[..., Any]] = {}
-    for module_info in pkgutil.iter_modules(package.__path__):
-        if module_info.ispkg:  # mara_bench.harness, mara_bench.trainer ...: not task files
-            continue
-        module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
-        for name, value in vars(module).items():
-            if (
-                name in BENCHMARKS
-                and callable(value)
-                and getattr(value, "__module__", None) == module.__name__
-            ):
-                found[name] = value
-    return dict(sorted(found.items()))
-
-
-def _summary(function: Callable[..., Any]) -> str:
-    """The docstring's first paragraph (the benchmark's title), on one line."""
-    return " ".join((inspect.getdoc(function) or "").split("\n\n")[0].split())
 
 
 def _default(value: Any) -> str:
@@ -110,18 +85,16 @@ def describe_task(name: str) -> list[str]:
     from mara_bench.harness.systems import SYSTEMS, TOOLS_OPTION
     from mara_bench.judges.registry import JUDGES
 
-    tasks = registered_tasks()
-    if name not in tasks:
+    if name not in BENCHMARKS:
         from mara_bench.core.typed_config import did_you_mean
 
         raise SystemExit(
-            f"mara tasks: no task {name!r}; {did_you_mean(name, tasks)}run `mara tasks` to list them"
+            f"mara tasks: no task {name!r}; {did_you_mean(name, BENCHMARKS)}run `mara tasks` to list them"
         )
-    from mara_bench.harness.datasets import get_benchmark
-
+    spec = BENCHMARKS[name]
     lines = [
-        f"{name}: {_summary(tasks[name])}",
-        *(f"  {line}" for line in declaration_lines(get_benchmark(name))),
+        f"{name}: {spec.title}.",
+        *(f"  {line}" for line in declaration_lines(spec)),
         f"  run: inspect eval {TASK_PACKAGE}/{name} --model <model>",
         "",
     ]
@@ -145,9 +118,8 @@ def describe_task(name: str) -> list[str]:
 
 def list_tasks() -> list[str]:
     """The lines ``mara tasks`` prints: each task and its one-line description."""
-    tasks = registered_tasks()
-    width = max(len(name) for name in tasks)
-    lines = [f"{name.ljust(width)}  {_summary(function)}" for name, function in tasks.items()]
+    width = max(len(name) for name in BENCHMARKS)
+    lines = [f"{name.ljust(width)}  {BENCHMARKS[name].title}." for name in sorted(BENCHMARKS)]
     return [
         *lines,
         "",

@@ -3,10 +3,12 @@ family; the checkout's other folders are its subpackages (``mara_bench.harness``
 ``mara_bench.trainer``, ``mara_bench.leaderboards``: pyproject's ``package-dir``).
 
 Run a file's task (``inspect eval tasks/aime.py@aime2025``) or the registered one (``inspect eval
-mara_bench/aime2025``), registered with Inspect by the entry point ``mara_bench.harness._registry``. Each file
-declares its benchmarks (``BenchmarkSpec``: dataset id and revision, row formats, prompt, judge, default protocol)
-and the harness reads nothing else about them; ``mara_bench.harness.tasks.benchmark`` makes each declaration a
-task, its docstring and typed parameters generated from it.
+mara_bench/aime2025``), registered with Inspect by the entry point ``mara_bench.harness._registry``, which imports
+every task file through ``mara_bench.catalog``. Each file declares its benchmarks (``BenchmarkSpec``: dataset id and
+revision, row formats, prompt, judge, default protocol) and the harness reads nothing else about them;
+``mara_bench.harness.task_builder.benchmark`` makes each declaration a task, registering the declaration as the file
+is imported, its docstring and typed parameters generated from it. This ``__init__`` imports no task file, so
+importing a subpackage (``mara_bench.harness`` ...) loads none.
 """
 
 from pathlib import Path

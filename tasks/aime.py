@@ -9,7 +9,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import AIME2024_HF, BEYOND_AIME_MARSRL, PROBLEM_ANSWER, VERL_PARQUET
 from mara_bench.harness.datasets.specs import BenchmarkSpec
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 AIME2025 = BenchmarkSpec(
     name="aime2025",

@@ -8,7 +8,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import FRAMES_HF, QUESTION_ANSWER
 from mara_bench.harness.datasets.specs import BenchmarkSpec
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 # google/frames-benchmark: no commit sha found; recorded at load time.
 FRAMES = BenchmarkSpec(

@@ -8,7 +8,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import GAIA, WEBTHINKER
 from mara_bench.harness.datasets.specs import BenchmarkSpec, in_gaia_text_103, text_only
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 GAIA = BenchmarkSpec(
     name="gaia",

@@ -9,7 +9,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import CUPCASE_HF, PUBMEDQA_HF
 from mara_bench.harness.datasets.specs import BenchmarkSpec, flashrag_benchmark
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 NQ = flashrag_benchmark(
     name="nq",

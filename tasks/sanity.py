@@ -11,7 +11,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import QUESTION_ANSWER
 from mara_bench.harness.datasets.specs import BenchmarkSpec
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 SANITY = BenchmarkSpec(
     name="sanity",

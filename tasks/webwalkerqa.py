@@ -9,7 +9,7 @@ from inspect_ai import Task, task
 
 from mara_bench.harness.datasets.formats import QUESTION_ANSWER, WEBTHINKER
 from mara_bench.harness.datasets.specs import BenchmarkSpec
-from mara_bench.harness.tasks import benchmark
+from mara_bench.harness.task_builder import benchmark
 
 # callanwu/WebWalkerQA: no commit sha found; recorded at load time.
 WEBWALKERQA = BenchmarkSpec(

@@ -12,6 +12,9 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("INSPECT_LOG_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / "mara-test-logs"))
 
+# every task file imported (after the offline switches), so every benchmark is registered, as under Inspect
+import mara_bench.catalog  # noqa: E402, F401
+
 
 def _offline_token_count(*args, **kwargs) -> int:
     """Inspect counts tokens with tiktoken (a download) when an output has no usage; estimate instead."""

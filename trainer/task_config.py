@@ -73,7 +73,7 @@ class TaskConfig:
                         name, "applies to a benchmark task only", "set task.benchmark or remove it"
                     )
             return self
-        from mara_bench.harness.datasets.specs import BENCHMARKS
+        from mara_bench.catalog import BENCHMARKS
 
         names = [self.benchmark] if isinstance(self.benchmark, str) else self.benchmark
         for name in names:

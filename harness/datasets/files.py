@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from mara_bench.harness.datasets.formats import MalformedRowError
 from mara_bench.harness.datasets.specs import BenchmarkSpec
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+SAMPLES_FOLDER = "samples"
+"""The folder of the bundled sample files, one ``<benchmark>.jsonl`` each, beside this module."""
 
 
 class MissingDataError(FileNotFoundError):
@@ -139,3 +142,10 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def bundled_samples_path(benchmark: str) -> Path:
+    """The bundled sample file of ``benchmark`` (``harness/datasets/samples/<benchmark>.jsonl``)."""
+    return Path(
+        str(resources.files("mara_bench.harness.datasets").joinpath(SAMPLES_FOLDER, f"{benchmark}.jsonl"))
+    )

@@ -6,20 +6,21 @@ each by name, sha256, row count and row shape (the first row's keys). A file is 
 sha256 is that of one of that benchmark's files, or when it has the row shape and the row count of one of its
 shared data files (an edited copy) and of none of this benchmark's. A shape alone decides nothing (the QA sets
 and the math sets share theirs), nor do the bundled samples' few rows.
-Rewrite the table after adding a file with ``python -m mara_bench.harness.datasets.fingerprints <data folder>``.
+Rewrite the table after adding a file with ``python scripts/known_files.py <data folder>``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mara_bench.harness.datasets.files import file_sha256, read_rows
+from mara_bench.harness.datasets.files import bundled_samples_path, file_sha256, read_rows
+from mara_bench.harness.datasets.specs import BenchmarkSpec
 
 KNOWN_FILES = "known_files.json"
 
@@ -88,22 +89,28 @@ def check_belongs(benchmark: str, path: Path, rows: list[Any], sha256: str, forc
     )
 
 
-def _table(folder: Path) -> list[dict[str, Any]]:
-    from mara_bench.harness.datasets.loader import bundled_samples_path
-    from mara_bench.harness.datasets.specs import BENCHMARKS
-
+def known_files_table(folder: Path, specs: Iterable[BenchmarkSpec]) -> list[dict[str, Any]]:
+    """The ``known_files.json`` entries of ``specs``: their files in the data folder ``folder`` and their bundled
+    samples (``scripts/known_files.py`` writes the table)."""
     entries = []
-    for name, spec in BENCHMARKS.items():
+    for spec in specs:
         paths = [folder / relative for relative in (*spec.local_files, *spec.train_files)]
-        sample = bundled_samples_path(name)
+        sample = bundled_samples_path(spec.name)
         for path in [*paths, sample]:
             if path.is_file():
                 rows = read_rows(path)
-                entry = {"benchmark": name, "name": path.name, "sha256": file_sha256(path), "rows": len(rows)}
+                entry = {
+                    "benchmark": spec.name,
+                    "name": path.name,
+                    "sha256": file_sha256(path),
+                    "rows": len(rows),
+                }
                 entries.append(entry | {"keys": row_shape(rows), "bundled": path == sample})
     return entries
 
 
-if __name__ == "__main__":
+def write_known_files(folder: Path, specs: Iterable[BenchmarkSpec]) -> Path:
+    """Rewrite the package's ``known_files.json`` from ``known_files_table``; returns its path."""
     target = Path(str(resources.files("mara_bench.harness.datasets").joinpath(KNOWN_FILES)))
-    target.write_text(json.dumps(_table(Path(sys.argv[1])), indent=1) + "\n", encoding="utf-8")
+    target.write_text(json.dumps(known_files_table(folder, specs), indent=1) + "\n", encoding="utf-8")
+    return target

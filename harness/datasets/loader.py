@@ -14,7 +14,6 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from mara_bench.harness.datasets.files import (
     ChosenFile,
     MissingDataError,
     benchmark_files,
+    bundled_samples_path,
     choose_file,
     file_sha256,
     find_benchmark_file,
@@ -61,10 +61,6 @@ class LoadedBenchmark:
 
     dataset: MemoryDataset
     provenance: dict[str, Any]
-
-
-def bundled_samples_path(benchmark: str) -> Path:
-    return Path(str(resources.files("mara_bench.harness.datasets").joinpath(SAMPLES, f"{benchmark}.jsonl")))
 
 
 def parse_ids(ids: str | int | Sequence[str | int] | None) -> list[str] | None:
@@ -243,11 +239,30 @@ def load_benchmark(
     data_file: str | None = None,
     force_data: bool = False,
 ) -> LoadedBenchmark:
-    """The benchmark's samples (see the module docstring for the loader order) and their provenance; ``split``
-    ``"train"`` reads its training split (``BenchmarkSpec.for_split``), ``None`` the evaluation split.
-    ``data_file`` picks one of a data folder's candidate files by name; a local file holding another benchmark's
-    rows is refused unless ``force_data`` (``mara_bench.harness.datasets.fingerprints``)."""
-    spec = get_benchmark(benchmark).for_split(split)
+    """``load_spec`` of the registered benchmark named ``benchmark``; ``split`` ``"train"`` reads its training
+    split (``BenchmarkSpec.for_split``), ``None`` the evaluation split."""
+    return load_spec(
+        get_benchmark(benchmark).for_split(split),
+        data=data,
+        ids=ids,
+        limit=limit,
+        data_file=data_file,
+        force_data=force_data,
+    )
+
+
+def load_spec(
+    spec: BenchmarkSpec,
+    *,
+    data: str | None = None,
+    ids: str | int | Sequence[str | int] | None = None,
+    limit: int | None = None,
+    data_file: str | None = None,
+    force_data: bool = False,
+) -> LoadedBenchmark:
+    """The samples of the benchmark ``spec`` (see the module docstring for the loader order) and their
+    provenance. ``data_file`` picks one of a data folder's candidate files by name; a local file holding another
+    benchmark's rows is refused unless ``force_data`` (``mara_bench.harness.datasets.fingerprints``)."""
     wanted = parse_ids(ids)
     chosen = _local_location(spec, data, data_file)
     hub_format: RowFormat | None = None

@@ -1,6 +1,6 @@
 """What a benchmark is (``BenchmarkSpec``): where it lives on Hugging Face (id, config, split, pinned revision),
 which local files hold it, which rows belong to it, and the judge that scores it by default. The specs themselves
-are declared in the task files (``tasks/*.py``); ``BENCHMARKS`` collects them.
+are declared in the task files (``tasks/*.py``), each registering its own in ``BENCHMARKS`` as it is imported.
 
 Revisions: a real commit sha where one could be found; ``None`` otherwise, in which case the loader resolves the
 revision it actually read at load time and records it in the log's task metadata.
@@ -8,12 +8,11 @@ revision it actually read at load time and records it in the log's task metadata
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from mara_bench.core.named import lookup
@@ -150,45 +149,21 @@ def flashrag_benchmark(
     )
 
 
-TASK_PACKAGE = "mara_bench"
-"""The package of the task files (``tasks/``): each declares its benchmarks as module-level ``BenchmarkSpec``s."""
+BENCHMARKS: dict[str, BenchmarkSpec] = {}
+"""Every benchmark the harness knows: each task file's declarations, registered where they are declared
+(``mara_bench.harness.task_builder.benchmark``) when the file is imported; ``mara_bench.catalog`` imports them all."""
+_DECLARED_IN: dict[str, Path] = {}
 
 
-@cache
-def _declared() -> dict[str, BenchmarkSpec]:
-    """Every ``BenchmarkSpec`` a task file declares, by name; one name declared twice raises."""
-    package = importlib.import_module(TASK_PACKAGE)
-    found: dict[str, BenchmarkSpec] = {}
-    task_files = [
-        info for info in pkgutil.iter_modules(package.__path__) if not info.ispkg
-    ]  # not its subpackages
-    for module_info in sorted(task_files, key=lambda info: info.name):
-        module = importlib.import_module(f"{TASK_PACKAGE}.{module_info.name}")
-        for value in vars(module).values():
-            if isinstance(value, BenchmarkSpec):
-                if found.get(value.name, value) is not value:
-                    raise ValueError(
-                        f"benchmark {value.name!r} is declared twice (second in {module.__file__})"
-                    )
-                found[value.name] = value
-    return found
-
-
-class DeclaredBenchmarks(Mapping[str, BenchmarkSpec]):
-    """Benchmark name -> spec, read from the task files on first use (so importing this module stays cheap)."""
-
-    def __getitem__(self, name: str) -> BenchmarkSpec:
-        return _declared()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_declared())
-
-    def __len__(self) -> int:
-        return len(_declared())
-
-
-BENCHMARKS = DeclaredBenchmarks()
-"""Every benchmark the harness knows: the declarations of the task files."""
+def register_benchmark(spec: BenchmarkSpec, *, declared_in: str) -> BenchmarkSpec:
+    """Add ``spec``, declared in the file ``declared_in``, to ``BENCHMARKS``. A name another file declares too
+    raises naming both; the same file imported again (Inspect loads ``tasks/aime.py`` by its path beside
+    ``mara_bench.aime``) keeps the first declaration."""
+    where = Path(declared_in).resolve()
+    first = _DECLARED_IN.setdefault(spec.name, where)
+    if first != where:
+        raise ValueError(f"benchmark {spec.name!r} is declared twice: in {first} and in {where}")
+    return BENCHMARKS.setdefault(spec.name, spec)
 
 
 def get_benchmark(name: str) -> BenchmarkSpec:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,17 +68,27 @@ class SystemSpec:
             )
         return tuple(dict.fromkeys(names))
 
+    def check_names(self, names: Iterable[str], task_parameters: Sequence[str] = ()) -> None:
+        """The one check of option names: a name that is neither an option of the system nor one of
+        ``task_parameters`` (a task's ``-T`` parameters, which go to the task) raises ``ConfigError`` listing
+        both and suggesting the closest."""
+        valid = self.options()
+        unknown = sorted(set(names) - set(valid) - set(task_parameters))
+        if not unknown:
+            return
+        given = "task parameters: " + ", ".join(task_parameters) + "; " if task_parameters else ""
+        raise ConfigError(
+            f"unknown {'-T ' if task_parameters else ''}option(s) {', '.join(unknown)}; "
+            f"{did_you_mean(unknown[0], [*task_parameters, *valid])}{given}"
+            f"system {self.name!r} options: {', '.join(valid) or 'none'} (mara tasks lists them)"
+        )
+
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Split ``options`` into (system options, tool settings), the system's checked against ``run``'s types.
 
-        An unknown name (the closest valid one suggested) or a bad value raises ``ConfigError``.
+        An unknown name (``check_names``) or a bad value raises ``ConfigError``.
         """
-        unknown = sorted(set(options) - set(self.options()))
-        if unknown:
-            raise ConfigError(
-                f"system {self.name!r} does not take option(s) {', '.join(unknown)}; "
-                f"{did_you_mean(unknown[0], self.options())}valid options: {', '.join(self.options()) or 'none'}"
-            )
+        self.check_names(options)
         tools = {k: v for k, v in options.items() if k in self.tool_settings or k == TOOLS_OPTION}
         own = {k: v for k, v in options.items() if k not in tools}
         return check_options(self.name, self.run, own), tools

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from inspect_ai._util.error import PrerequisiteError
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.datasets import MalformedRowError
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.prerequisites import as_prerequisite, one_line_errors
 from mara_bench.harness.providers.local_api import open_local_model
 from mara_bench.harness.providers.local_options import LocalOptions
-from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
+from mara_bench.harness.task_arguments import TASK_PARAMETER_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[2]
 )
 def test_a_bad_task_option_is_a_one_line_prerequisite_error_at_task_creation(options, message):
     with pytest.raises(PrerequisiteError) as caught:
-        benchmark_task("aime2025", data="samples", **options)
+        evaluation_task(get_benchmark("aime2025"), data="samples", **options)
     assert isinstance(caught.value, ValueError)  # still the ValueError code catches
     assert caught.value.message == str(caught.value) and "\n" not in str(caught.value)
     assert str(caught.value).startswith(message)
@@ -64,7 +65,7 @@ def test_a_data_error_keeps_its_type_and_fields_and_becomes_one_line(tmp_path):
     bad = tmp_path / "aime.jsonl"
     bad.write_text('{"problem": "P", "answer": "1"}\n{"problem": "Q"}\n', encoding="utf-8")
     with pytest.raises(MalformedRowError) as caught:
-        benchmark_task("aime2025", data=str(bad))
+        evaluation_task(get_benchmark("aime2025"), data=str(bad))
     assert isinstance(caught.value, PrerequisiteError)
     assert caught.value.row_number == 2 and "row 2: field 'answer'" in caught.value.message
 

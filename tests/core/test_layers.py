@@ -4,7 +4,7 @@ between trainer's and harness's subpackages."""
 
 from __future__ import annotations
 
-from import_graph import CONTRACTS, NOT_YET, Edge, broken, edges, module_files
+from import_graph import CONTRACTS, NOT_YET, Edge, broken, circles, edges, module_files
 
 
 def test_no_import_runs_up_a_floor_or_across_one():
@@ -37,3 +37,7 @@ def test_the_contract_catches_an_upward_import(monkeypatch):
     planted_inside = Edge("trainer/algorithms/losses.py", "trainer/learner/update.py", 1)
     monkeypatch.setattr("import_graph.edges", lambda: [*edges(), planted_inside])
     assert "a floor above it" in broken()[("trainer/algorithms/losses.py", "trainer/learner/update.py")]
+
+
+def test_no_files_import_each_other_in_a_loop():
+    assert circles() == []

@@ -14,10 +14,11 @@ import yaml
 
 import tests.leaderboards.answer_key  # noqa: F401  (registers the answerkey/ provider)
 import tests.leaderboards.verdict_key  # noqa: F401  (registers the verdictkey/ provider)
+from mara_bench.catalog import get_benchmark
 from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.cli import main as mara
 from mara_bench.harness.datasets.loader import load_benchmark
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.leaderboards.store import HistoryStore
 
 N = 30
@@ -139,4 +140,4 @@ def test_a_malformed_audit_file_is_one_line(tmp_path):
         ConfigError,
         match=r"audit: .*audit.jsonl:1: missing key\(s\) correct; each row needs id, answer and correct",
     ):
-        benchmark_task("bamboogle", data="samples", audit=str(tmp_path / "audit.jsonl"))
+        evaluation_task(get_benchmark("bamboogle"), data="samples", audit=str(tmp_path / "audit.jsonl"))

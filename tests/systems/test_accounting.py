@@ -10,9 +10,10 @@ from inspect_ai import eval
 from inspect_ai.event import ScoreEvent, SpanBeginEvent
 from inspect_ai.scorer import SampleScore, Score
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.core.episodes import Episode, ModelCall, Reply, ToolCall
 from mara_bench.harness.accounting import Price, account, load_prices, per_attempt_means_and_totals, price_of
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.systems import TOOL_SETTINGS
 from mara_bench.harness.testing import scripted_model
 
@@ -52,8 +53,8 @@ def test_a_scripted_mars_eval_reports_hand_counted_accounting(page_server, monke
             "/b.txt": ("text/plain", "Page B about the Zorvan river."),
         }
     )
-    task = benchmark_task(
-        "bamboogle",
+    task = evaluation_task(
+        get_benchmark("bamboogle"),
         data="samples",
         limit=2,
         system="mars",
@@ -118,7 +119,7 @@ def test_the_shipped_price_table_loads_and_a_bad_entry_names_the_file_and_key(tm
 
 
 def test_the_system_solver_writes_the_accounting_score_without_a_scorer_of_its_own(tmp_path):
-    task = benchmark_task("aime2025", data="samples", limit=2, system="direct")
+    task = evaluation_task(get_benchmark("aime2025"), data="samples", limit=2, system="direct")
     (log,) = eval(
         task,
         model=scripted_model(lambda messages, config: "\\boxed{1}"),

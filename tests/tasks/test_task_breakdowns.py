@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.harness.datasets import load_benchmark
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.testing import scripted_model
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
@@ -93,13 +94,17 @@ def test_qa_hop_types_come_from_flashrag_metadata_and_are_absent_when_the_data_l
     data.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
     replies = {"q1": "a", "q2": "b", "q3": "wrong"}
     solver = scripted_model(lambda messages, config: replies[messages[-1].text.removeprefix("Question: ")])
-    (log,) = eval(benchmark_task("twowiki", data=str(data), system="direct"), model=solver, display="none")
+    (log,) = eval(
+        evaluation_task(get_benchmark("twowiki"), data=str(data), system="direct"),
+        model=solver,
+        display="none",
+    )
     assert log.status == "success", log.error
     metrics = _metrics(log, "lexical")
     assert metrics["type=comparison/em"] == 1.0 and metrics["type=compositional/em"] == pytest.approx(1 / 2)
     # bundled samples carry no hop type: no breakdown, no error
     (plain,) = eval(
-        benchmark_task("twowiki", data="samples", limit=2, system="direct"),
+        evaluation_task(get_benchmark("twowiki"), data="samples", limit=2, system="direct"),
         model=scripted_model(lambda messages, config: "x"),
         display="none",
     )

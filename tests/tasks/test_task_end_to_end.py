@@ -13,6 +13,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.harness.datasets import (
     DatasetUnavailableError,
     MalformedRowError,
@@ -20,7 +21,7 @@ from mara_bench.harness.datasets import (
     load_benchmark,
 )
 from mara_bench.harness.datasets.loader import bundled_samples_path
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.prompts import load_prompt
 from mara_bench.harness.systems.inspect_adapter import GENERATION_KEY, stored_episode
 from mara_bench.harness.testing import scripted_model
@@ -134,7 +135,9 @@ def _epoch_script(task):
 
 
 def test_avg_pass_and_maj_equal_hand_computations_on_scripted_epochs():
-    task = benchmark_task("aime2025", data="samples", limit=3, epochs=4, reducers="avg,pass@1,pass@2,maj")
+    task = evaluation_task(
+        get_benchmark("aime2025"), data="samples", limit=3, epochs=4, reducers="avg,pass@1,pass@2,maj"
+    )
     (log,) = eval(task, model=scripted_model(_epoch_script(task)), display="none")
     assert log.status == "success", log.error
     # per sample (c correct of n = 4): avg = c/4; pass@2 = 1 - C(4-c, 2)/C(4, 2); maj = value of the majority answer
@@ -279,17 +282,21 @@ def _system_prompts(task, **eval_args) -> dict[str, str | None]:
 
 
 def test_single_agent_systems_get_each_samples_official_instruction_unless_overridden(load_task):
-    hle = benchmark_task("hle", data="samples", system="direct", judge="math")
+    hle = evaluation_task(get_benchmark("hle"), data="samples", system="direct", judge="math")
     answer_types = {sample.id: sample.metadata["answer_type"] for sample in hle.dataset}
     assert set(answer_types.values()) == {"exactMatch", "multipleChoice"}
     # the official run_model_predictions sends its one SYSTEM_PROMPT ("Answer: {your chosen answer}") to every type
     assert "\nAnswer: {your chosen answer}\n" in load_prompt("direct_hle")
     assert _system_prompts(hle) == {sid: load_prompt("direct_hle") for sid in answer_types}
-    math = benchmark_task("aime2025", data="samples", limit=2, system="direct")
+    math = evaluation_task(get_benchmark("aime2025"), data="samples", limit=2, system="direct")
     assert set(_system_prompts(math).values()) == {load_prompt("direct_math")}
-    own = benchmark_task("nq", data="samples", limit=2, system="direct", system_prompt="Be brief.")
+    own = evaluation_task(
+        get_benchmark("nq"), data="samples", limit=2, system="direct", system_prompt="Be brief."
+    )
     assert set(_system_prompts(own).values()) == {"Be brief."}
-    frames = benchmark_task("frames", data="samples", limit=2, system="direct", judge="lexical")
+    frames = evaluation_task(
+        get_benchmark("frames"), data="samples", limit=2, system="direct", judge="lexical"
+    )
     assert set(_system_prompts(frames).values()) == {None}
 
 
@@ -379,7 +386,7 @@ def test_bad_input_stops_eval_before_any_sample_runs(case, tmp_path, monkeypatch
 
 def test_vc_system_scores_solver_alone_and_system_from_one_run():
     """``-T system=vc``: a wrong first solution corrected by the Corrector → math_solver 0, math 1, in one log."""
-    task = benchmark_task("aime2025", data="samples", limit=1, system="vc", accept_after=1)
+    task = evaluation_task(get_benchmark("aime2025"), data="samples", limit=1, system="vc", accept_after=1)
     gold = task.dataset[0].target
 
     def reply(messages, config):
@@ -400,7 +407,7 @@ def test_vc_system_scores_solver_alone_and_system_from_one_run():
 
 
 def test_qa_tasks_send_flashrags_system_prompt_and_user_template(load_task):
-    nq = benchmark_task("nq", data="samples", limit=2, system="direct")
+    nq = evaluation_task(get_benchmark("nq"), data="samples", limit=2, system="direct")
     (log,) = eval(nq, model=scripted_model(lambda messages, config: "x"), display="none")
     assert log.status == "success", log.error
     for sample in log.samples:
@@ -408,7 +415,7 @@ def test_qa_tasks_send_flashrags_system_prompt_and_user_template(load_task):
         assert [m["role"] for m in messages] == ["system", "user"]
         assert messages[0]["content"] == load_prompt("direct_qa")
         assert messages[1]["content"] == f"Question: {sample.input}"  # FlashRAG's base_user_prompt
-    math = benchmark_task("aime2025", data="samples", limit=1, system="direct")
+    math = evaluation_task(get_benchmark("aime2025"), data="samples", limit=1, system="direct")
     (log,) = eval(math, model=scripted_model(lambda messages, config: "\\boxed{1}"), display="none")
     assert stored_episode(log.samples[0].store).calls[0].messages[1]["content"] == log.samples[0].input
 
@@ -424,8 +431,8 @@ def _mars_max_tokens(monkeypatch, caplog, **eval_args) -> tuple[list[int | None]
         return "<answer>\\boxed{1}</answer>"
 
     typed = eval_args.pop("task_args", {})
-    task = benchmark_task(
-        "aime2025",
+    task = evaluation_task(
+        get_benchmark("aime2025"),
         data="samples",
         limit=1,
         system="mars",

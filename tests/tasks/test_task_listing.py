@@ -8,15 +8,20 @@ import inspect
 import pytest
 from inspect_ai.util import registry_info
 
+from mara_bench.catalog import BENCHMARKS, TASK_FILES, get_benchmark
 from mara_bench.core.typed_config import ConfigError
 from mara_bench.harness.cli import main as mara
-from mara_bench.harness.datasets.specs import BENCHMARKS
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.prompts.sets import prompt_sets
 from mara_bench.harness.systems import SYSTEMS
 from mara_bench.harness.systems.options import option_names
-from mara_bench.harness.task_listing import registered_tasks
-from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
+from mara_bench.harness.task_arguments import TASK_PARAMETER_NAMES
+
+
+def _task_function(name: str):
+    """The task function ``name`` of the task file that declares it."""
+    (function,) = [getattr(module, name) for module in TASK_FILES if hasattr(module, name)]
+    return function
 
 
 def _listed_names(lines: list[str], heading: str) -> list[str]:
@@ -36,12 +41,12 @@ def test_mara_tasks_lists_every_benchmark_task(capsys):
         line.split()[0] for line in capsys.readouterr().out.splitlines() if line and not line[0].isspace()
     ]
     assert set(BENCHMARKS) <= set(listed)
-    assert set(registered_tasks()) == set(BENCHMARKS)
+    assert listed[: len(BENCHMARKS)] == sorted(BENCHMARKS)
 
 
 @pytest.mark.parametrize("name", sorted(BENCHMARKS))
 def test_every_tasks_listed_parameters_equal_what_its_task_function_accepts(name, capsys):
-    task_function = registered_tasks()[name]
+    task_function = _task_function(name)
     accepted = [
         p.name
         for p in inspect.signature(task_function).parameters.values()
@@ -92,12 +97,14 @@ def test_an_unknown_task_name_suggests_the_closest(capsys):
 )
 def test_a_mistyped_option_suggests_the_task_parameter_or_system_option_meant(typo, meant):
     with pytest.raises(ConfigError, match=f"did you mean '{meant}'") as error:
-        benchmark_task("aime2025", data="samples", system="vc", **{typo: "2"})
+        evaluation_task(get_benchmark("aime2025"), data="samples", system="vc", **{typo: "2"})
     assert "task parameters: system, protocol" in str(error.value)
     assert "system 'vc' options: accept_after" in str(error.value)
 
 
 def test_every_task_parameter_reaches_the_task():
-    task = benchmark_task("aime2025", data="samples", limit=2, epochs=2, reducers="avg,pass@1", breakdown=[])
+    task = evaluation_task(
+        get_benchmark("aime2025"), data="samples", limit=2, epochs=2, reducers="avg,pass@1", breakdown=[]
+    )
     assert len(task.dataset) == 2
     assert task.epochs == 2

@@ -16,16 +16,16 @@ import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.util import registry_info
 
-from mara_bench import aime, frames, gaia, hle, qa, sanity, webwalkerqa
+from mara_bench import aime
+from mara_bench.catalog import BENCHMARKS, TASK_FILES
 from mara_bench.harness import invocation
 from mara_bench.harness.datasets import MissingDataError, get_benchmark, load_benchmark
 from mara_bench.harness.datasets.loader import bundled_samples_path
-from mara_bench.harness.datasets.specs import BENCHMARKS, BenchmarkSpec
-from mara_bench.harness.tasks import TASK_PARAMETER_NAMES
-from mara_bench.harness.tasks import benchmark as declare_task
+from mara_bench.harness.datasets.specs import BenchmarkSpec, register_benchmark
+from mara_bench.harness.task_arguments import TASK_PARAMETER_NAMES
+from mara_bench.harness.task_builder import benchmark as declare_task
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = (aime, frames, gaia, hle, qa, sanity, webwalkerqa)
 TYPED = {
     "system": "str",
     "protocol": "str | None",
@@ -41,7 +41,7 @@ TYPED = {
 def _registered() -> dict[str, object]:
     return {
         registry_info(value).name: value
-        for module in MODULES
+        for module in TASK_FILES
         for value in vars(module).values()
         if callable(value) and hasattr(value, "__registry_info__")
     }
@@ -83,7 +83,7 @@ def test_each_tasks_generated_docstring_states_its_declared_dataset_judge_and_pr
 def test_every_benchmark_the_harness_knows_is_declared_in_a_task_file_beside_its_task():
     declared = {
         value.name: (module, value)
-        for module in MODULES
+        for module in TASK_FILES
         for value in vars(module).values()
         if isinstance(value, BenchmarkSpec)
     }
@@ -100,8 +100,21 @@ def test_a_task_named_unlike_its_declaration_is_refused():
         declare_task(aime.AIME2025)(aime2026)
 
 
+def test_a_benchmark_declared_in_a_second_file_is_refused_naming_both():
+    with pytest.raises(
+        ValueError, match=r"benchmark 'aime2025' is declared twice: in .*aime\.py and in .*other\.py"
+    ):
+        register_benchmark(aime.AIME2025, declared_in="other.py")
+    assert register_benchmark(aime.AIME2025, declared_in=aime.__file__) is aime.AIME2025
+
+
+def test_the_catalog_imports_every_task_file():
+    files = {path.stem for path in (ROOT / "tasks").glob("*.py")} - {"__init__", "catalog"}
+    assert {module.__name__.removeprefix("mara_bench.") for module in TASK_FILES} == files
+
+
 def test_the_task_files_are_the_package_files():
-    for module in MODULES:
+    for module in TASK_FILES:
         assert Path(module.__file__).resolve() == (ROOT / "tasks" / Path(module.__file__).name).resolve()
     file_tasks = {
         node.name

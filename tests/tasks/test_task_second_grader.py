@@ -8,9 +8,10 @@ from inspect_ai import eval
 from inspect_ai.model import model_roles
 from inspect_ai.util import registry_info
 
+from mara_bench.catalog import get_benchmark
 from mara_bench.core.inspect_compat import init_model_roles
 from mara_bench.core.typed_config import ConfigError
-from mara_bench.harness.evaluation import benchmark_task
+from mara_bench.harness.evaluation import evaluation_task
 from mara_bench.harness.testing import scripted_model
 
 
@@ -19,8 +20,12 @@ def _scorer_names(task) -> list[str]:
 
 
 def test_a_second_grader_adds_a_second_judge_of_the_same_samples(grader_bound):
-    task = benchmark_task(
-        "bamboogle", data="samples", limit=3, judge="equivalence", second_grader="mockllm/model"
+    task = evaluation_task(
+        get_benchmark("bamboogle"),
+        data="samples",
+        limit=3,
+        judge="equivalence",
+        second_grader="mockllm/model",
     )
     assert _scorer_names(task) == ["equivalence", "equivalence_grader2"]
     assert str(task.model_roles["grader2"]) == "mockllm/model"
@@ -36,7 +41,7 @@ def test_the_eval_s_own_grader2_role_judges_every_sample_a_second_time():
     previous = model_roles()
     init_model_roles({**previous, **roles})
     try:
-        task = benchmark_task("bamboogle", data="samples", limit=3, judge="equivalence")
+        task = evaluation_task(get_benchmark("bamboogle"), data="samples", limit=3, judge="equivalence")
     finally:
         init_model_roles(previous)
     (log,) = eval(task, model=scripted_model(["an answer"] * 3), model_roles=roles, display="none")
@@ -46,4 +51,4 @@ def test_the_eval_s_own_grader2_role_judges_every_sample_a_second_time():
 
 def test_a_judge_that_asks_no_grader_refuses_a_second_one():
     with pytest.raises(ConfigError, match="the 'math' judge asks no grader model"):
-        benchmark_task("aime2025", data="samples", second_grader="mockllm/model")
+        evaluation_task(get_benchmark("aime2025"), data="samples", second_grader="mockllm/model")

@@ -92,13 +92,14 @@ def test_the_reward_equals_the_evaluation_score_of_the_same_answer(musique_train
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, get_model
 
-    from mara_bench.harness.evaluation import benchmark_task as evaluation_task
+    from mara_bench.catalog import get_benchmark
+    from mara_bench.harness.evaluation import evaluation_task
 
     answers = ["Founder 0", "the founder 1 of it", "nobody", "F3", "\\boxed{Founder 4}"]
     model = get_model(
         "mockllm/model", custom_outputs=[ModelOutput.from_content("mockllm/model", a) for a in answers]
     )
-    eval_task = evaluation_task("musique", data=str(musique_train))
+    eval_task = evaluation_task(get_benchmark("musique"), data=str(musique_train))
     eval_task.dataset = eval_task.dataset[:5]
     [log] = inspect_eval(
         eval_task, model=model, display="none", max_samples=1, log_dir=None, log_level="error"

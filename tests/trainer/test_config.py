@@ -239,7 +239,7 @@ def test_the_system_and_its_options_are_checked_at_load(tmp_path):
     assert "task.system_options: system 'vc' options: accept_after: must be >= 1, got 0" in refused(
         tmp_path, "task: {system: vc, system_options: {accept_after: 0}}\n"
     )
-    assert "does not take option(s) acept_after; did you mean 'accept_after'?" in refused(
+    assert "unknown option(s) acept_after; did you mean 'accept_after'?" in refused(
         tmp_path, "task: {system: vc, system_options: {acept_after: 2}}\n"
     )
 

@@ -101,7 +101,7 @@ def benchmark_task(
 ) -> BenchmarkTask:
     """The training task of ``benchmark``'s ``split`` (several benchmarks: their items one after the other, ids
     prefixed ``<benchmark>/``; ``limit`` per benchmark when a mapping) judged by ``judge`` (default: the benchmarks' own, which must then agree)."""
-    from mara_bench.harness.datasets import get_benchmark
+    from mara_bench.catalog import get_benchmark
 
     names = [benchmark] if isinstance(benchmark, str) else list(benchmark)
     defaults = sorted({get_benchmark(b).judge for b in names})

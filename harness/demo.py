@@ -34,14 +34,15 @@ MEANING = {
 }
 
 
+def has_model(model_dir: Path) -> bool:
+    return (model_dir / "config.json").is_file()
+
+
 def ensure_tiny_model(model_dir: Path) -> Path:
     """The tiny model at ``model_dir``, built there first if it is not already."""
     from mara_bench.harness.tinymodel import build_tiny_model
 
-    if (model_dir / "config.json").is_file():
-        return model_dir
-    print(f"building the tiny model in {model_dir} ...")
-    return build_tiny_model(model_dir)
+    return model_dir if has_model(model_dir) else build_tiny_model(model_dir)
 
 
 def score_lines(log) -> list[str]:
@@ -86,17 +87,16 @@ def idle_lines(log) -> list[str]:
     return []
 
 
-def _model(choice: str | None) -> tuple[str, str]:
-    """The ``local/`` name to evaluate and the key of its meaning line."""
+def _model(choice: str | None) -> tuple[str, str, str | None]:
+    """The ``local/`` name to evaluate, the key of its meaning line, and a note on the choice (or None)."""
     if choice:
-        return choice, choice if choice in MEANING else ""
+        return choice, choice if choice in MEANING else "", None
     try:
         installed_model(DEMO_MODEL)
     except PackagedModelError as err:
-        print(f"note: {err}; using the random tiny model instead")
-        tiny = os.environ.get("MARA_TINY_MODEL", DEFAULT_TINY_DIR)
-        return str(ensure_tiny_model(Path(tiny).expanduser().resolve())), "tiny"
-    return DEMO_MODEL, DEMO_MODEL
+        tiny = Path(os.environ.get("MARA_TINY_MODEL", DEFAULT_TINY_DIR)).expanduser().resolve()
+        return str(tiny), "tiny", f"note: {err}; using the random tiny model instead"
+    return DEMO_MODEL, DEMO_MODEL, None
 
 
 def main(argv: list[str]) -> int:
@@ -112,7 +112,12 @@ def main(argv: list[str]) -> int:
 
     import inspect_ai
 
-    model, meaning = _model(args.model)
+    model, meaning, note = _model(args.model)
+    if note:
+        print(note)
+    if meaning == "tiny" and not has_model(Path(model)):
+        print(f"building the tiny model in {model} ...")
+        ensure_tiny_model(Path(model))
     # by registry name, so each task is made with the model active and its log records what local/ resolved to
     logs = inspect_ai.eval(
         [f"mara_bench/{name}" for name in DEMO_TASKS],

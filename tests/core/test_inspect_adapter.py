@@ -71,7 +71,9 @@ def test_protocol_sampling_reaches_role_models(tmp_path):
 def test_unknown_system_and_option_are_clear_errors():
     with pytest.raises(ValueError, match="unknown system .*; valid: .*direct"):
         get_system("nope")
-    with pytest.raises(ValueError, match=r"unknown option\(s\) bogus; system 'direct' options: system_prompt"):
+    with pytest.raises(
+        ValueError, match=r"unknown option\(s\) bogus; system 'direct' options: system_prompt"
+    ):
         system_solver("direct", bogus=1)
 
 

@@ -22,7 +22,7 @@ forward on this, the ``hf``, backend) and with ``parity: warn`` on every row (th
 prints our step's breakdown (``time_sync``, ``time_rollout``, ``time_scoring``, ``time_parity``,
 ``time_update`` as shares of ``time_step``). ``test_trainer_vs_trl_grpo_smollm2`` does the same comparison on
 SmolLM2-135M (converted by ``mara models get smollm2-135m``) with less work (``REAL_WORK``), with
-``MARA_BENCH_FULL=1`` only: it takes about 20 minutes on a shared CPU.
+``MARA_BENCH_FULL=1`` only: it takes about 30 minutes on a shared CPU.
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
 entropies at a real vocabulary size (32k), the chunked scorer (``mara_bench.trainer.learner.logprobs``) against the
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import itertools
 import multiprocessing
 import os
@@ -74,18 +75,20 @@ PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2
 @dataclass(frozen=True)
 class Work:
     """The GRPO work both trainers do: questions x samples a step, new tokens at most, steps (the first one a
-    warm-up), interleaved pairs."""
+    warm-up), interleaved pairs; ``warm_up_runs``: one unmeasured run of each side first (else the imports alone
+    are warmed, in the parent)."""
 
     prompts: int
     group: int
     new_tokens: int
     steps: int
     rounds: int
+    warm_up_runs: bool = True
 
 
 TOY_WORK = Work(PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS)
-REAL_WORK = Work(prompts=4, group=4, new_tokens=24, steps=3, rounds=3)
-"""The same comparison on SmolLM2-135M, sized for a few minutes a pair on the shared CPU."""
+REAL_WORK = Work(prompts=2, group=4, new_tokens=24, steps=3, rounds=3, warm_up_runs=False)
+"""The same comparison on SmolLM2-135M, sized for a few minutes a run on the shared CPU."""
 SMOLLM2 = Path.home() / ".cache" / "mara-bench" / "models" / "smollm2-135m"
 TASK_ARGS = {"n_prompts": 64, "max_operand": 5000}
 EOS_RATE = 1 / 12
@@ -108,7 +111,14 @@ def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, floa
     gc.freeze()  # the child never scans (nor copies the pages of) the objects it inherits from this process
     process.start()
     gc.unfreeze()
-    result = reader.recv()
+    writer.close()  # the child's copy is the only writer left: its death ends the wait below
+    try:
+        result = reader.recv()
+    except EOFError:
+        process.join()
+        raise RuntimeError(
+            f"the measured child died without a result (exit code {process.exitcode})"
+        ) from None
     process.join()
     return result
 
@@ -121,8 +131,13 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def eos_prone(tiny):
-    """The tiny model with its end-of-turn output row pointed along the mean final hidden state, scaled (by
-    bisection) so that the end-of-turn token's mean probability over sampled replies is ``EOS_RATE``."""
+    return eos_prone_model(tiny)
+
+
+def eos_prone_model(tiny: Path) -> tuple[Any, Any]:
+    """The tiny model at ``tiny`` with its end-of-turn output row pointed along the mean final hidden state,
+    scaled (by bisection) so that the end-of-turn token's mean probability over sampled replies is ``EOS_RATE``;
+    with its tokenizer."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
@@ -304,7 +319,7 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path, parity):
 @pytest.mark.realmodel
 @pytest.mark.skipif(
     not (SMOLLM2 / "config.json").is_file() or os.environ.get("MARA_BENCH_FULL") != "1",
-    reason=f"needs MARA_BENCH_FULL=1 (about 20 minutes) and SmolLM2-135M converted at {SMOLLM2}",
+    reason=f"needs MARA_BENCH_FULL=1 (about 30 minutes) and SmolLM2-135M converted at {SMOLLM2}",
 )
 def test_trainer_vs_trl_grpo_smollm2(benchmark, tmp_path):
     """The comparison on a real model (``mara models get smollm2-135m``), the default parity, ``REAL_WORK``."""
@@ -315,8 +330,11 @@ def compare_with_trl(benchmark, model_dir, tmp_path, work: Work, parity: str) ->
     """``work.rounds`` interleaved pairs of our trainer and TRL's on ``model_dir`` after a warm-up run of each,
     printed and kept in ``extra_info``."""
     runs = itertools.count()
-    in_fork(trl, model_dir, tmp_path / "trl-warm-up", work)  # not measured: page cache, imports
-    in_fork(ours, model_dir, tmp_path / "ours-warm-up", work, parity)
+    if work.warm_up_runs:  # not measured: page cache, imports
+        in_fork(trl, model_dir, tmp_path / "trl-warm-up", work)
+        in_fork(ours, model_dir, tmp_path / "ours-warm-up", work, parity)
+    else:
+        importlib.import_module("trl")  # the children inherit the import
     pairs = benchmark.pedantic(
         interleaved_pairs,
         args=(

@@ -4,8 +4,8 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 (a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
 ``transformers`` in-process and gathers concurrent requests into batches (``mara_bench.harness.providers.batching``)
 generated with per-request sampling settings (``mara_bench.harness.providers.generation``). ``auto`` takes vLLM when it is
-installed, the checkpoint is not tiny and, given ``-M expected_tokens``, the job pays for vLLM's start-up
-(``mara_bench.harness.providers.backends``). The backends are
+installed and the job is cheaper there, its start-up included (by measured costs given ``-M expected_tokens``,
+else by the checkpoint's size: ``mara_bench.harness.providers.backends``). The backends are
 ``mara_bench.harness.providers.transformers_api`` and ``mara_bench.harness.providers.vllm_api``; the options are
 ``mara_bench.harness.providers.local_options.LocalOptions``.
 

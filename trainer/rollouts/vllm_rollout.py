@@ -2,7 +2,8 @@
 
 ``rollout.backend`` picks the generator the policy ``Chat`` uses, by the ``local/`` provider's own rule
 (``mara_bench.harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
-CPU build) and the checkpoint is not tiny, else transformers; ``vllm`` without the package is an error naming
+CPU build) and the run's expected tokens pay for its start-up (by the checkpoint's size where no measured cost
+applies), else transformers; ``vllm`` without the package is an error naming
 the install command; ``hf`` is always transformers.
 
 ``VLLMGenerator`` honours the ``mara_bench.harness.providers.generation`` contract, so the rest of the trainer cannot tell the

@@ -44,16 +44,19 @@ MIXTURE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 def flops_per_token(model_dir: str | Path) -> int | None:
     """Multiply-adds (x 2) a token costs a dense decoder, from its ``config.json``: the attention projections and
     the gated MLP of every layer, and the output head (attention over the context is left out: 1-4 % of our
-    engine's time at 8-32 concurrent, ``engines.md``). ``None`` where the config does not say (no config, other
-    key names, a mixture of experts)."""
+    engine's time at 8-32 concurrent, ``engines.md``). ``None`` where the config does not say (no config, not
+    JSON, other key names, a mixture of experts)."""
     path = Path(model_dir) / "config.json"
     if not path.is_file():
         return None
-    config = json.loads(path.read_text())
+    try:
+        config = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):  # the load that follows says what is wrong with it
+        return None
     keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-    if not all(isinstance(config.get(key), int) for key in keys) or any(
-        key in config for key in MIXTURE_KEYS
-    ):
+    if not isinstance(config, dict) or not all(isinstance(config.get(key), int) for key in keys):
+        return None
+    if any(config.get(key) for key in MIXTURE_KEYS):
         return None
     hidden, heads = config["hidden_size"], config["num_attention_heads"]
     head_dim = config.get("head_dim") or hidden // heads

@@ -76,6 +76,10 @@ def test_only_a_dense_decoders_config_is_costed(tmp_path):
     assert flops_per_token(_checkpoint(tmp_path, "smollm2", SMOLLM2)) == 268_959_744  # 2 x its 134.5M weights
     assert flops_per_token(_checkpoint(tmp_path, "none", None)) is None
     assert flops_per_token(_checkpoint(tmp_path, "moe", {**SMOLLM2, "num_local_experts": 8})) is None
+    assert flops_per_token(_checkpoint(tmp_path, "dense", {**SMOLLM2, "num_experts": None})) == 268_959_744
+    broken = _checkpoint(tmp_path, "broken", None)
+    (broken / "config.json").write_text("{not json")
+    assert flops_per_token(broken) is None
     assert flops_per_token(_checkpoint(tmp_path, "gpt2", {"n_embd": 768, "n_layer": 12})) is None
     assert (
         job_flops(_checkpoint(tmp_path, "prompted", SMOLLM2), prompt_tokens_per_token=1.0) == 2 * 268_959_744

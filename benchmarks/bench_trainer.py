@@ -20,7 +20,9 @@ pair's wall time (a child got 50-70% of a core under a load of 4 on 2 cores), wh
 see, so that is the one to trust there. It runs twice: with the default ``rollout.parity`` (``auto``: no parity
 forward on this, the ``hf``, backend) and with ``parity: warn`` on every row (the default before issue 37); each
 prints our step's breakdown (``time_sync``, ``time_rollout``, ``time_scoring``, ``time_parity``,
-``time_update`` as shares of ``time_step``).
+``time_update`` as shares of ``time_step``). ``test_trainer_vs_trl_grpo_smollm2`` does the same comparison on
+SmolLM2-135M (converted by ``mara models get smollm2-135m``) with less work (``REAL_WORK``), with
+``MARA_BENCH_FULL=1`` only: it takes about 30 minutes on a shared CPU.
 
 ``test_response_scoring_memory``: the forward + backward of one micro-batch's response-token logprobs and
 entropies at a real vocabulary size (32k), the chunked scorer (``mara_bench.trainer.learner.logprobs``) against the
@@ -41,12 +43,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import itertools
 import multiprocessing
 import os
 import resource
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +70,26 @@ from mara_bench.trainer.tasks.toy import addition_task
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2
+
+
+@dataclass(frozen=True)
+class Work:
+    """The GRPO work both trainers do: questions x samples a step, new tokens at most, steps (the first one a
+    warm-up), interleaved pairs; ``warm_up_runs``: one unmeasured run of each side first (else the imports alone
+    are warmed, in the parent)."""
+
+    prompts: int
+    group: int
+    new_tokens: int
+    steps: int
+    rounds: int
+    warm_up_runs: bool = True
+
+
+TOY_WORK = Work(PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS)
+REAL_WORK = Work(prompts=2, group=4, new_tokens=24, steps=3, rounds=3, warm_up_runs=False)
+"""The same comparison on SmolLM2-135M, sized for a few minutes a run on the shared CPU."""
+SMOLLM2 = Path.home() / ".cache" / "mara-bench" / "models" / "smollm2-135m"
 TASK_ARGS = {"n_prompts": 64, "max_operand": 5000}
 EOS_RATE = 1 / 12
 """Mean per-token end-of-turn probability of the ``eos_prone`` model: replies of 1 to ``NEW_TOKENS`` tokens."""
@@ -87,7 +111,14 @@ def in_fork(work: Callable[..., dict[str, float]], *args: Any) -> dict[str, floa
     gc.freeze()  # the child never scans (nor copies the pages of) the objects it inherits from this process
     process.start()
     gc.unfreeze()
-    result = reader.recv()
+    writer.close()  # the child's copy is the only writer left: its death ends the wait below
+    try:
+        result = reader.recv()
+    except EOFError:
+        process.join()
+        raise RuntimeError(
+            f"the measured child died without a result (exit code {process.exitcode})"
+        ) from None
     process.join()
     return result
 
@@ -100,8 +131,13 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def eos_prone(tiny):
-    """The tiny model with its end-of-turn output row pointed along the mean final hidden state, scaled (by
-    bisection) so that the end-of-turn token's mean probability over sampled replies is ``EOS_RATE``."""
+    return eos_prone_model(tiny)
+
+
+def eos_prone_model(tiny: Path) -> tuple[Any, Any]:
+    """The tiny model at ``tiny`` with its end-of-turn output row pointed along the mean final hidden state,
+    scaled (by bisection) so that the end-of-turn token's mean probability over sampled replies is ``EOS_RATE``;
+    with its tokenizer."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny).eval(), AutoTokenizer.from_pretrained(tiny)
@@ -151,7 +187,7 @@ PARITY = {"auto": {}, "every-row": {"parity": "warn", "parity_share": 1.0}}
 PHASES = ("time_sync", "time_rollout", "time_scoring", "time_parity", "time_update")
 
 
-def ours(model_dir, run_dir, parity: str = "auto") -> dict[str, float]:
+def ours(model_dir, run_dir, work: Work, parity: str = "auto") -> dict[str, float]:
     """Seconds per step, tokens/s and padding share of our engine (steps after the first), its torch threads,
     the mean reward spread and gradient norm of its steps (the same-work check: both must be non-zero) and the
     share of the step each phase took (``PHASES``), under the ``PARITY`` settings named ``parity``."""
@@ -165,15 +201,15 @@ def ours(model_dir, run_dir, parity: str = "auto") -> dict[str, float]:
         model=ModelConfig(path=str(model_dir), dtype="float32"),
         task=TaskConfig(args=TASK_ARGS),
         rollout=RolloutConfig(
-            prompts_per_step=PROMPTS, group_size=GROUP, max_tokens=NEW_TOKENS, **PARITY[parity]
+            prompts_per_step=work.prompts, group_size=work.group, max_tokens=work.new_tokens, **PARITY[parity]
         ),
         optim=OptimConfig(lr=LR, grad_clip=1.0),
-        steps=STEPS,
+        steps=work.steps,
     )
     trainer = Trainer(config, run_dir)
     trainer.train_step()
     wall, cpu = time.perf_counter(), time.process_time()
-    steps = [trainer.train_step() for _ in range(STEPS - 1)]
+    steps = [trainer.train_step() for _ in range(work.steps - 1)]
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     tokens = sum(m["tokens"] for m in steps)
     return {
@@ -188,7 +224,7 @@ def ours(model_dir, run_dir, parity: str = "auto") -> dict[str, float]:
     }
 
 
-def trl(model_dir, out_dir) -> dict[str, float]:
+def trl(model_dir, out_dir, work: Work) -> dict[str, float]:
     """The same measurements for TRL's GRPOTrainer doing the same work (transformers generation, no vLLM)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -217,10 +253,10 @@ def trl(model_dir, out_dir) -> dict[str, float]:
 
     config = GRPOConfig(
         output_dir=str(out_dir),
-        per_device_train_batch_size=PROMPTS * GROUP,
-        num_generations=GROUP,
-        max_completion_length=NEW_TOKENS,
-        max_steps=STEPS,
+        per_device_train_batch_size=work.prompts * work.group,
+        num_generations=work.group,
+        max_completion_length=work.new_tokens,
+        max_steps=work.steps,
         learning_rate=LR,
         beta=0.0,
         loss_type="dapo",
@@ -277,24 +313,38 @@ def _median(values: list[float]) -> float:
 
 @pytest.mark.parametrize("parity", list(PARITY))
 def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path, parity):
+    compare_with_trl(benchmark, eos_prone_dir, tmp_path, TOY_WORK, parity)
+
+
+@pytest.mark.realmodel
+@pytest.mark.skipif(
+    not (SMOLLM2 / "config.json").is_file() or os.environ.get("MARA_BENCH_FULL") != "1",
+    reason=f"needs MARA_BENCH_FULL=1 (about 30 minutes) and SmolLM2-135M converted at {SMOLLM2}",
+)
+def test_trainer_vs_trl_grpo_smollm2(benchmark, tmp_path):
+    """The comparison on a real model (``mara models get smollm2-135m``), the default parity, ``REAL_WORK``."""
+    compare_with_trl(benchmark, SMOLLM2, tmp_path, REAL_WORK, "auto")
+
+
+def compare_with_trl(benchmark, model_dir, tmp_path, work: Work, parity: str) -> None:
+    """``work.rounds`` interleaved pairs of our trainer and TRL's on ``model_dir`` after a warm-up run of each,
+    printed and kept in ``extra_info``."""
     runs = itertools.count()
-    in_fork(trl, eos_prone_dir, tmp_path / "trl-warm-up")  # not measured: page cache, imports
-    in_fork(ours, eos_prone_dir, tmp_path / "ours-warm-up", parity)
+    if work.warm_up_runs:  # not measured: page cache, imports
+        in_fork(trl, model_dir, tmp_path / "trl-warm-up", work)
+        in_fork(ours, model_dir, tmp_path / "ours-warm-up", work, parity)
+    else:
+        importlib.import_module("trl")  # the children inherit the import
     pairs = benchmark.pedantic(
         interleaved_pairs,
         args=(
-            lambda: in_fork(ours, eos_prone_dir, tmp_path / f"ours{next(runs)}", parity),
-            lambda: in_fork(trl, eos_prone_dir, tmp_path / f"trl{next(runs)}"),
-            ROUNDS,
+            lambda: in_fork(ours, model_dir, tmp_path / f"ours{next(runs)}", work, parity),
+            lambda: in_fork(trl, model_dir, tmp_path / f"trl{next(runs)}", work),
+            work.rounds,
         ),
         rounds=1,
         iterations=1,
     )
-    assert {p.ours["threads"] for p in pairs} == {p.baseline["threads"] for p in pairs} == {1}
-    for side in ("ours", "baseline"):  # the same work, and real learning: varied rewards, non-zero updates
-        assert all(getattr(p, side)["reward_std"] > 0 and getattr(p, side)["grad_norm"] > 0 for p in pairs), (
-            side
-        )
     tokens = ratio_spread(pairs, lambda p: p.ours["tokens_per_s"] / p.baseline["tokens_per_s"])
     tokens_cpu = ratio_spread(pairs, lambda p: p.ours["tokens_per_cpu_s"] / p.baseline["tokens_per_cpu_s"])
     memory = ratio_spread(pairs, lambda p: p.ours["peak_rss_mib"] / p.baseline["peak_rss_mib"])
@@ -317,7 +367,7 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path, parity):
             end="",
         )
     print(
-        f"\n{ROUNDS} interleaved pairs, medians -- ours: {sides['ours']['tokens_per_s']:.0f} tok/s, "
+        f"\n{work.rounds} interleaved pairs, medians -- ours: {sides['ours']['tokens_per_s']:.0f} tok/s, "
         f"{sides['ours']['step_s']:.3f} s/step, padding {sides['ours']['padding_share']:.1%}, "
         f"peak RSS +{sides['ours']['peak_rss_mib']:.0f} MiB; TRL (same work): "
         f"{sides['baseline']['tokens_per_s']:.0f} tok/s, {sides['baseline']['step_s']:.3f} s/step, "
@@ -328,6 +378,11 @@ def test_trainer_vs_trl_grpo(benchmark, eos_prone_dir, tmp_path, parity):
         f"our step (parity {parity}): "
         + ", ".join(f"{phase.removeprefix('time_')} {sides['ours'][phase]:.1%}" for phase in PHASES)
     )
+    assert {p.ours["threads"] for p in pairs} == {p.baseline["threads"] for p in pairs} == {1}
+    for side in ("ours", "baseline"):  # the same work, and real learning: varied rewards, non-zero updates
+        assert all(getattr(p, side)["reward_std"] > 0 and getattr(p, side)["grad_norm"] > 0 for p in pairs), (
+            side
+        )
 
 
 SCORING_VOCAB, SCORING_ROWS, SCORING_PROMPT, SCORING_RESPONSE, SCORING_ROUNDS = 32768, 4, 128, 64, 3

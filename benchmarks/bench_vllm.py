@@ -170,7 +170,7 @@ def test_local_engines_tokens_per_second(benchmark, engines, loop, concurrent):
             f"tok, vLLM {row[f'vllm_tok_{unit}_s']:.0f}, plain generate {row[f'plain_tok_{unit}_s']:.0f}; "
             f"ours/vLLM min/median/max {over_vllm}; ours/plain {over_plain}"
         )
-    row["auto"] = choose_backend("auto", path, expected_tokens=concurrent * NEW_TOKENS)
+    row["auto"] = choose_backend("auto", path, expected_tokens=concurrent * NEW_TOKENS, dtype=dtype)
     print(f"{name} x{concurrent}: auto for {concurrent * NEW_TOKENS} expected tokens: {row['auto']}")
     benchmark.extra_info.update(row)
 

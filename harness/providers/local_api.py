@@ -4,8 +4,8 @@ Backends (``-M backend=auto|hf|vllm``): ``vllm`` hands the resolved checkpoint t
 (a vLLM server, on a GPU or through vLLM's CPU build; LoRA adapters are applied by vLLM); ``hf`` runs
 ``transformers`` in-process and gathers concurrent requests into batches (``mara_bench.harness.providers.batching``)
 generated with per-request sampling settings (``mara_bench.harness.providers.generation``). ``auto`` takes vLLM when it is
-installed, the checkpoint is not tiny and, given ``-M expected_tokens``, the job pays for vLLM's start-up
-(``mara_bench.harness.providers.backends``). The backends are
+installed and the job is cheaper there, its start-up included (by measured costs given ``-M expected_tokens``,
+else by the checkpoint's size: ``mara_bench.harness.providers.backends``). The backends are
 ``mara_bench.harness.providers.transformers_api`` and ``mara_bench.harness.providers.vllm_api``; the options are
 ``mara_bench.harness.providers.local_options.LocalOptions``.
 
@@ -54,7 +54,7 @@ from inspect_ai.model import GenerateConfig, ModelAPI
 
 from mara_bench.harness.prerequisites import one_line_errors
 from mara_bench.harness.providers.backends import choose_backend
-from mara_bench.harness.providers.loading import check_before_loading
+from mara_bench.harness.providers.loading import check_before_loading, default_device, explicit_dtype
 from mara_bench.harness.providers.local_options import BATCH_SIZE, LocalOptions
 from mara_bench.harness.providers.provenance import RECORD_ATTRIBUTE, checkpoint_record
 from mara_bench.harness.providers.resolve import resolve_checkpoint
@@ -82,7 +82,8 @@ def open_local_model(
         allow_download=options.allow_download,
     )
     check_before_loading(checkpoint)
-    if choose_backend(options.backend, checkpoint.model, options.expected_tokens) == "vllm":
+    dtype = explicit_dtype(options.dtype, options.device or default_device(), checkpoint.model)
+    if choose_backend(options.backend, checkpoint.model, options.expected_tokens, dtype=dtype) == "vllm":
         api = vllm_model(model_name, checkpoint, options, config)
     else:
         if (options.tensor_parallel_size or 1) > 1:

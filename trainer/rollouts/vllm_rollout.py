@@ -2,7 +2,8 @@
 
 ``rollout.backend`` picks the generator the policy ``Chat`` uses, by the ``local/`` provider's own rule
 (``mara_bench.harness.providers.backends.choose_backend``): ``auto`` takes vLLM when the package is installed (its CUDA or
-CPU build) and the checkpoint is not tiny, else transformers; ``vllm`` without the package is an error naming
+CPU build) and the run's expected tokens pay for its start-up (by the checkpoint's size where no measured cost
+applies), else transformers; ``vllm`` without the package is an error naming
 the install command; ``hf`` is always transformers.
 
 ``VLLMGenerator`` honours the ``mara_bench.harness.providers.generation`` contract, so the rest of the trainer cannot tell the
@@ -33,15 +34,16 @@ ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
 
 
 def rollout_backend(
-    requested: str, model_dir: str | Path | None = None, expected_tokens: int | None = None
+    requested: str, model_dir: str | Path | None = None, expected_tokens: int | None = None, *, dtype: str
 ) -> str:
-    """``hf`` or ``vllm`` for ``rollout.backend``, the policy's checkpoint and the tokens the run is expected to
-    generate (the ``local/`` provider's rule, ``mara_bench.harness.providers.backends.choose_backend``)."""
+    """``hf`` or ``vllm`` for ``rollout.backend``, the policy's checkpoint, the tokens the run is expected to
+    generate and the policy's dtype (the ``local/`` provider's rule,
+    ``mara_bench.harness.providers.backends.choose_backend``)."""
     if requested not in ROLLOUT_BACKENDS:
         raise ValueError(f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)}, got {requested!r}")
     if requested == "vllm" and not vllm_ready():
         raise ValueError(missing_vllm("rollout.backend: vllm", "set rollout.backend: hf"))
-    return choose_backend(requested, model_dir, expected_tokens)
+    return choose_backend(requested, model_dir, expected_tokens, dtype=dtype)
 
 
 def sampling_params_kwargs(sampling: Sampling, seed: int) -> dict[str, Any]:

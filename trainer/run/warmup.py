@@ -38,7 +38,7 @@ import torch
 from mara_bench.core.episodes import Episode
 from mara_bench.core.samples import Sample
 from mara_bench.harness.systems import run_system
-from mara_bench.trainer.config import TrainConfig, WarmupConfig
+from mara_bench.trainer.config import OptimConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.models import Models
@@ -242,7 +242,8 @@ def fit(
     objective: Objective,
     samples: list[Sample],
     steps: int,
-    config: TrainConfig,
+    warmup: WarmupConfig,
+    optim: OptimConfig,
     seed: int,
     *,
     show: bool = True,
@@ -250,7 +251,6 @@ def fit(
     """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``) of ``objective`` on ``samples``,
     ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
     ``critic``); ``show``: a progress bar with the loss."""
-    warmup, optim = config.warmup, config.optim
     batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=warmup.lr, betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
@@ -274,27 +274,35 @@ def fit(
 
 
 def warm_up(
-    demos: Demos, models: Models, config: TrainConfig, run_dir: Path, *, write: bool = True
+    demos: Demos,
+    models: Models,
+    settings: WarmupConfig,
+    optim: OptimConfig,
+    run_dir: Path,
+    *,
+    seed: int,
+    gamma: float,
+    write: bool = True,
 ) -> list[WarmupStep]:
-    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring), then fit its critic (GAE
-    recipes, ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's
-    records; with ``write`` (the main rank) every record goes to ``<run>/warmup.jsonl``."""
-    settings = config.warmup
+    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring) under the recipe's ``warmup`` and
+    ``optim`` sections, then fit its critic (GAE recipes, ``warmup.critic_steps``) to their returns discounted by
+    ``gamma``; a no-op with ``warmup.steps: 0``. Returns the policy's records; with ``write`` (the main rank) every
+    record goes to ``<run>/warmup.jsonl``."""
     if settings.steps == 0:
         return []
-    seed = config.seed
     samples = demo_samples(demos, seed, show=write)
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
     print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
-    budget = config.optim.token_budget
+    budget = optim.token_budget
     records = fit(
         "policy",
         models.policy,
         lambda model, batch: cross_entropy(model, batch, budget),
         samples,
         settings.steps,
-        config,
+        settings,
+        optim,
         seed,
         show=write,
     )
@@ -305,14 +313,14 @@ def warm_up(
         models.reference.load_state_dict(models.policy.state_dict())
     critic_records = []
     if models.critic is not None and settings.critic_steps:
-        gamma = config.algorithm.gamma
         critic_records = fit(
             "critic",
             models.critic,
             lambda model, batch: value_regression(model, batch, budget, gamma),
             samples,
             settings.critic_steps,
-            config,
+            settings,
+            optim,
             seed,
             show=write,
         )

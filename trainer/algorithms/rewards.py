@@ -15,6 +15,7 @@ exponential back-off), and is cached by (question, gold, response). A judgement 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ from inspect_ai.scorer import Target
 
 from mara_bench.judges.rewards import GraderReward
 from mara_bench.trainer.task_config import GraderConfig
+
+logger = logging.getLogger(__name__)
 
 
 def gold_text(answer: str | Sequence[str]) -> str:
@@ -99,7 +102,7 @@ class LLMJudgeReward:
                 with attempt:
                     reward = await self._ask_once(question, gold, response)
         except (UnscoredJudgement, TimeoutError) as error:
-            print(f"unscored judgement ({self.judge}): {type(error).__name__}: {error}")
+            logger.warning("unscored judgement (%s): %s: %s", self.judge, type(error).__name__, error)
             return None
         if reward is not None:
             self.cache[key] = reward

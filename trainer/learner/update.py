@@ -14,6 +14,7 @@ of the update. The learning-rate schedule advances once per rollout batch.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +35,8 @@ from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch
 from mara_bench.trainer.learner.offload import optimizer_on_device
 from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
 from mara_bench.trainer.methods import Method
+
+logger = logging.getLogger(__name__)
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:
@@ -331,7 +334,7 @@ class PolicyUpdate:
         parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
         if self.dist.sum([0.0 if finite else 1.0])[0] > 0:
             self.optimizer.zero_grad(set_to_none=True)
-            print(f"step {step}: non-finite loss; step skipped")
+            logger.warning("step %d: non-finite loss; step skipped", step)
             return None
         self.dist.sum_gradients(parameters)
         grad_norm = self._clip()
@@ -339,7 +342,7 @@ class PolicyUpdate:
             grad_norm = grad_norm.full_tensor()
         if not torch.isfinite(grad_norm):
             self.optimizer.zero_grad(set_to_none=True)
-            print(f"step {step}: non-finite gradient norm; step skipped")
+            logger.warning("step %d: non-finite gradient norm; step skipped", step)
             return None
         before = self._adapter_weights()
         with optimizer_on_device(self.optimizer, self.optim.offload_optimizer):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
 from mara_bench.trainer.rollouts.parity import sync_gap
 from mara_bench.trainer.rollouts.scripted_roles import chat_for
 from mara_bench.trainer.rollouts.vllm_rollout import rollout_backend
+
+logger = logging.getLogger(__name__)
 
 
 class PromptOrder:
@@ -129,7 +132,7 @@ def vllm_generator(
     if rollout_backend(rollout.backend, model_path, expected) != "vllm":
         return None
     if adapters:
-        print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
+        logger.info("rollout: %s", ADAPTERS_ON_TRANSFORMERS)
         return None
     from mara_bench.trainer.rollouts.vllm_rollout import VLLMGenerator
 

@@ -16,6 +16,7 @@ Checkpoints are ``mara_bench.trainer.run.run_state``'s; the cold start is ``mara
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ from mara_bench.trainer.run.heldout import Evaluation, check_heldout
 from mara_bench.trainer.run.run_state import RunState, resume_latest, save_step, state_dict
 from mara_bench.trainer.run.warmup import Demos, WarmupStep, warm_up
 from mara_bench.trainer.step_record import rollouts_path, split_rows, write_rollouts
+
+logger = logging.getLogger(__name__)
 
 
 class Trainer:
@@ -179,7 +182,7 @@ class Trainer:
                 first = heldout_metrics(self.evaluation)
                 if log is not None:
                     log.write(-1, first)
-                    print(f"held-out after the cold start: {summary_line(first)}")
+                    logger.info("held-out after the cold start: %s", summary_line(first))
         if main_rank:
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "config.json").write_text(json.dumps(redact_record(to_dict(config)), indent=2))
@@ -190,7 +193,7 @@ class Trainer:
             if every and (self.step % every == 0 or self.step == config.steps):
                 last = heldout_metrics(self.evaluation)
                 metrics.update(last)
-                bar.write(f"held-out after step {self.step - 1}: {summary_line(last)}")
+                logger.info("held-out after step %d: %s", self.step - 1, summary_line(last))
             if log is not None:
                 log.write(self.step - 1, metrics)
             bar.set_postfix(
@@ -204,11 +207,10 @@ class Trainer:
         if log is not None:
             log.close()
             if first and last:
-                print(heldout_table(first, last))
+                logger.info(heldout_table(first, last))
             curves = plot_curves(run_dir)
-            print(
-                f"run directory: {run_dir}  (export: {run_dir / 'exports' / f'step_{self.step}'}, curves: {curves})"
-            )
+            export = run_dir / "exports" / f"step_{self.step}"
+            logger.info("run directory: %s  (export: %s, curves: %s)", run_dir, export, curves)
 
     def train_step(self) -> dict[str, float]:
         """Train on the source's next batch; returns the step's metrics (``skipped`` = 1 when no update was
@@ -232,8 +234,10 @@ class Trainer:
             metrics.update(self.updater(samples, version, behaviour=batch.behaviour))  # sets the advantages
         else:
             metrics.update(skipped=1.0)
-            print(
-                f"step {version}: non-finite reward for questions {sorted(set(rows.nonfinite))}; step skipped"
+            logger.warning(
+                "step %d: non-finite reward for questions %s; step skipped",
+                version,
+                sorted(set(rows.nonfinite)),
             )
         self.source.updated(version + 1)
         self.last_samples = samples

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
@@ -46,6 +47,8 @@ from mara_bench.trainer.learner.packing import micro_batches, response_logits, r
 from mara_bench.trainer.methods.base import Method, concatenate
 from mara_bench.trainer.rollouts.rollout import Rollout
 from mara_bench.trainer.run.progress import bar, counted
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -267,7 +270,7 @@ def fit(
         progress.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
         progress.update()
         if step % 10 == 0 or step == steps - 1:
-            progress.write(f"warmup {name} step {step}: loss {float(loss):.3f}")
+            logger.info("warmup %s step %d: loss %.3f", name, step, float(loss))
     progress.close()
     model.eval()
     return records
@@ -293,7 +296,7 @@ def warm_up(
     samples = demo_samples(demos, seed, show=write)
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
-    print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
+    logger.info("warmup: %d demonstration samples %s", len(samples), role_counts(samples))
     budget = optim.token_budget
     records = fit(
         "policy",
@@ -329,10 +332,12 @@ def warm_up(
         with open(run_dir / WARMUP_FILE, "w") as out:
             for record in records + critic_records:
                 out.write(json.dumps(asdict(record)) + "\n")
-    print(f"warmup: {len(records)} steps, loss {records[0].loss:.3f} -> {records[-1].loss:.3f}")
+    logger.info("warmup: %d steps, loss %.3f -> %.3f", len(records), records[0].loss, records[-1].loss)
     if critic_records:
-        print(
-            f"warmup: critic {len(critic_records)} steps, value loss {critic_records[0].loss:.3f} -> "
-            f"{critic_records[-1].loss:.3f}"
+        logger.info(
+            "warmup: critic %d steps, value loss %.3f -> %.3f",
+            len(critic_records),
+            critic_records[0].loss,
+            critic_records[-1].loss,
         )
     return records

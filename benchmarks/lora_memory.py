@@ -67,6 +67,7 @@ def measure(model: str, lora_rank: int | None, steps: int, rows: int, response: 
     from mara_bench.trainer.learner.models import load_models
     from mara_bench.trainer.learner.update import PolicyUpdate
     from mara_bench.trainer.methods import get_method
+    from mara_bench.trainer.run.engine import adapter_plan
     from mara_bench.trainer.run.run_state import export
 
     assert tuple(VC_ROLES) == ROLES
@@ -76,9 +77,20 @@ def measure(model: str, lora_rank: int | None, steps: int, rows: int, response: 
     recipe = {**RECIPE, "model": settings, "rollout": {"prompts_per_step": rows // 2, "group_size": 2}}
     config = from_dict(TrainConfig, recipe, "lora_memory")
     dist = Distributed.from_env(config.parallel)
-    models = load_models(config, run_dir, dist, None, critic=False)
-    method = get_method(config.algorithm.method).configured(config)
-    update = PolicyUpdate(config, dist, method, list(ROLES), models.policy, None, None)
+    models = load_models(
+        config.model,
+        run_dir,
+        dist,
+        None,
+        seed=config.seed,
+        reference=config.algorithm.kl_coef > 0,
+        critic=False,
+        adapters=adapter_plan(config),
+    )
+    method = get_method(config.algorithm.method).configured(config.algorithm)
+    update = PolicyUpdate(
+        config.algorithm, config.optim, config.rollout, dist, method, list(ROLES), models.policy, None, None
+    )
     samples = fixed_rows(rows, response, models.tokenizer.vocab_size)
     times = []
     for step in range(steps):

@@ -33,6 +33,7 @@ from inspect_ai.model import ResponseSchema
 from inspect_ai.util import json_schema
 from pydantic import BaseModel, ValidationError, field_validator
 
+from mara_bench.judges.rewards import GraderRequest
 from mara_bench.judges.templates import load_prompt
 from mara_bench.judges.verdicts import json_object, labelled_values, parse_yes_no
 
@@ -154,6 +155,18 @@ def parse_verdict(reply: str) -> HleVerdict | None:
     """The judgement in ``reply`` (schema JSON, or ``correct:``/``confidence:`` lines), or None when unparsable."""
     as_json = json_object(reply)
     return _from_json(as_json) if as_json is not None else _from_text(reply)
+
+
+def reward_request(question: str, gold: str, response: str) -> GraderRequest:
+    """The grader request of one training reward, exactly as the scorer asks: the official prompt, the strict
+    parser and the structured-output schema."""
+    return GraderRequest(judge_prompt(question, response, gold), parse_verdict, RESPONSE_SCHEMA)
+
+
+def verdict_reward(verdict: HleVerdict) -> float:
+    """The training reward of a verdict: 1.0 for ``correct: yes``, else 0.0 (MARS's reward, arXiv:2510.04935
+    C.3)."""
+    return float(verdict.correct)
 
 
 def wald_half_width(accuracy_percent: float, n: int) -> float:

@@ -1,4 +1,6 @@
-"""The judges by name: build a judge's scorer, tell LLM judges apart, name its headline, check for a grader.
+"""The judges by name: build a judge's scorer, tell LLM judges apart, name its headline, check for a grader, and
+the training reward a judge offers (``mara_bench.judges.rewards``: a rule judge's pure core, or an LLM judge's
+grader request and verdict reward; ``equivalence`` and ``gaia`` offer none).
 
 Task builders call ``require_grader(judge, task_roles, **options)`` inside their ``@task`` function: Inspect binds
 ``--model-role`` models before it calls task functions, so a missing grader fails there, before any sample runs.
@@ -14,7 +16,9 @@ from inspect_ai.scorer import Scorer
 
 from mara_bench.core.inspect_compat import registry_info, set_registry_info
 from mara_bench.core.named import lookup
+from mara_bench.judges import cores, hle, simpleqa
 from mara_bench.judges.grader import GRADER_ROLE, ensure_grader_bound
+from mara_bench.judges.rewards import GraderReward, JudgeReward, RuleReward
 from mara_bench.judges.scorers import (
     equivalence_scorer,
     gaia_scorer,
@@ -36,11 +40,13 @@ class Headline:
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """A judge: its scorer factory, whether (given its options) it asks an LLM grader, and its headline."""
+    """A judge: its scorer factory, whether (given its options) it asks an LLM grader, its headline, and the
+    training reward it offers (``None``: it cannot reward training)."""
 
     factory: Callable[..., Scorer]
     uses_grader: Callable[[Mapping[str, Any]], bool]
     headline: Callable[[Mapping[str, Any]], Headline]
+    reward: JudgeReward | None = None
 
 
 def _always(_: Mapping[str, Any]) -> bool:
@@ -68,11 +74,21 @@ def _lexical(options: Mapping[str, Any]) -> Headline:
 
 
 JUDGES: dict[str, JudgeSpec] = {
-    "hle": JudgeSpec(hle_scorer, _always, _accuracy),
-    "simpleqa": JudgeSpec(simpleqa_scorer, _always, _simpleqa_correct),
+    "hle": JudgeSpec(hle_scorer, _always, _accuracy, GraderReward(hle.reward_request, hle.verdict_reward)),
+    "simpleqa": JudgeSpec(
+        simpleqa_scorer,
+        _always,
+        _simpleqa_correct,
+        GraderReward(simpleqa.reward_request, simpleqa.verdict_reward),
+    ),
     "equivalence": JudgeSpec(equivalence_scorer, _always, _accuracy),
-    "math": JudgeSpec(math_scorer, _never, _accuracy),
-    "lexical": JudgeSpec(lexical_scorer, _never, _lexical),
+    "math": JudgeSpec(math_scorer, _never, _accuracy, RuleReward(cores.math_reward)),
+    "lexical": JudgeSpec(
+        lexical_scorer,
+        _never,
+        _lexical,
+        RuleReward(cores.lexical_reward, frozenset({"variant", "metric"}), cores.check_lexical_options),
+    ),
     "gaia": JudgeSpec(gaia_scorer, lambda options: bool(options.get("cascade", False)), _accuracy),
 }
 
@@ -111,3 +127,13 @@ def require_grader(name: str, task_roles: Mapping[str, Any] | None = None, **opt
     """Raise ``GraderMissingError`` if judge ``name`` needs a grader and neither the eval nor ``task_roles`` binds one."""
     if is_llm_judge(name, **options):
         ensure_grader_bound(name, task_roles)
+
+
+def rewarding_judges() -> list[str]:
+    """The judges that offer a training reward, in registry order."""
+    return [name for name, spec in JUDGES.items() if spec.reward is not None]
+
+
+def judge_reward(name: str) -> JudgeReward | None:
+    """The training reward judge ``name`` offers (``mara_bench.judges.rewards``); ``None`` when it offers none."""
+    return _spec(name).reward

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from mara_bench.judges.rewards import GraderRequest
 from mara_bench.judges.templates import load_prompt
 from mara_bench.judges.verdicts import bare_token
 
@@ -33,6 +34,17 @@ def grader_prompt(question: str, target: str, predicted_answer: str) -> str:
 def parse_grade(reply: str) -> Grade | None:
     """The grade in ``reply``, or None when the reply is not exactly one grade."""
     return _READINGS.get(bare_token(reply))
+
+
+def reward_request(question: str, gold: str, response: str) -> GraderRequest:
+    """The grader request of one training reward, exactly as the scorer asks: the official prompt and the strict
+    parser."""
+    return GraderRequest(grader_prompt(question, gold, response), parse_grade)
+
+
+def verdict_reward(grade: Grade) -> float:
+    """The training reward of a grade: 1.0 for ``CORRECT``, else 0.0 (MATPO's reward, arXiv:2510.04678)."""
+    return float(grade == "CORRECT")
 
 
 def summary(correct: float, incorrect: float, not_attempted: float) -> dict[str, float]:

@@ -16,7 +16,6 @@ from _method_helpers import run
 import mara_bench.harness.systems as systems
 import mara_bench.judges.cores as cores
 import mara_bench.judges.scorers as scorers
-import mara_bench.trainer.algorithms.rewards as rewards
 import mara_bench.trainer.tasks.benchmark as benchmark_module
 from mara_bench.aime import DAPO_WRAPPER
 from mara_bench.core.episodes import Episode
@@ -75,8 +74,8 @@ def test_prompts_are_built_by_the_evaluation_tasks_own_function(musique_train):
 
 
 def test_rule_rewards_call_the_same_core_as_the_scorers(musique_train, monkeypatch):
-    assert rewards.cores is cores and scorers.cores is cores
     task = benchmark_task("musique", data=str(musique_train), judge="lexical", judge_options={"metric": "f1"})
+    assert task.rewarder.score is cores.lexical_reward and scorers.cores is cores
     item = task.items[0]
     assert task.reward(item, answered(item["question"], "It was Founder 0.")) == pytest.approx(2 / 3)
     assert task.reward(item, answered(item["question"], "Founder 7")) == pytest.approx(0.5)

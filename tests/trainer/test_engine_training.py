@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import math
 
 import pytest
@@ -80,20 +81,21 @@ def nan_task() -> _NanTask:
     return _NanTask([{"id": f"q{i}", "question": f"What is {i}?", "answer": str(i)} for i in range(4)])
 
 
-def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys):
+def test_nan_reward_is_reported_and_the_step_skipped(toy_config, tmp_path, caplog):
     config = dataclasses.replace(
         toy_config, task=dataclasses.replace(toy_config.task, factory=f"{__name__}:nan_task", args={})
     )
     trainer = Trainer(config, tmp_path)
     before = _params(trainer)
-    metrics = trainer.train_step()
+    with caplog.at_level(logging.WARNING, logger="mara_bench.trainer"):
+        metrics = trainer.train_step()
     assert metrics["skipped"] == 1.0 and "loss" not in metrics
-    assert "non-finite reward for questions ['q0']" in capsys.readouterr().out
+    assert "step 0: non-finite reward for questions ['q0']; step skipped" in caplog.messages
     assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
     assert trainer.step == 1
 
 
-def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys, monkeypatch):
+def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, caplog, monkeypatch):
     from mara_bench.trainer.algorithms.losses import policy_loss
     from mara_bench.trainer.registry import POLICY_LOSSES, Named
 
@@ -104,9 +106,10 @@ def test_nan_loss_is_reported_and_the_step_skipped(toy_config, tmp_path, capsys,
     monkeypatch.setitem(POLICY_LOSSES, "ppo", Named(nan_loss))
     trainer = Trainer(toy_config, tmp_path)
     before = _params(trainer)
-    metrics = trainer.train_step()
+    with caplog.at_level(logging.WARNING, logger="mara_bench.trainer"):
+        metrics = trainer.train_step()
     assert metrics["skipped"] == 1.0
-    assert "non-finite loss; step skipped" in capsys.readouterr().out
+    assert "step 0: non-finite loss; step skipped" in caplog.messages
     assert all(torch.equal(a, b) for a, b in zip(before, _params(trainer), strict=True))
     assert all(p.grad is None for p in trainer.policy.parameters())
     assert not trainer.updater.optimizer.state  # AdamW never stepped

@@ -105,12 +105,9 @@ def test_the_verifier_probe_counts_what_a_hand_count_gives():
         for total in (5, 9, 12, 23)
     ]
     trainer = SimpleNamespace(
-        config=SimpleNamespace(
-            task=SimpleNamespace(system_options={"prompts": "compact"}),
-            eval=SimpleNamespace(samples=2),
-            seed=0,
-        ),
-        rollout=SimpleNamespace(chat=flags_by_sum),
+        settings=SimpleNamespace(samples=2),
+        seed=0,
+        rollout=SimpleNamespace(chat=flags_by_sum, system_options={"prompts": "compact"}),
         task=SimpleNamespace(heldout=items),
     )
     single = SimpleNamespace(sum=list)
@@ -241,7 +238,8 @@ def test_a_policy_with_the_skill_scores_full_marks_on_the_heldout_split(tiny_tok
     options = {"max_turns": 2, "prompts": "compact"}
     chat = ByQuestion(task.heldout, tiny_tokenizer)
     trainer = SimpleNamespace(
-        config=SimpleNamespace(eval=SimpleNamespace(samples=2), seed=0),
+        settings=SimpleNamespace(samples=2),
+        seed=0,
         rollout=SimpleNamespace(
             run_input=lambda item: (item["question"], options),
             system=get_system("mars"),

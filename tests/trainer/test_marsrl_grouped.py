@@ -34,6 +34,11 @@ SAYS_CORRECT = "Every step checks out.\n\n**Correctness**: Correct"
 ITEM = {"id": "q", "question": "What is 3 + 4?", "answer": "7"}
 
 
+def own_rollout(config: TrainConfig):
+    """MarsRL's own rollout under the recipe's sections, as the engine builds it."""
+    return rollout(config.algorithm, config.task, config.rollout)
+
+
 class Script:
     """A ``Chat`` popping each role's replies in call order (a ``Reply`` as is, text as a finished reply)."""
 
@@ -248,7 +253,7 @@ def test_recipe_selects_grouped_adaptive_rollouts_and_chains_stay_the_default():
     config = load_config(f"{recipes}/marsrl-grouped-tiny.yaml")
     assert config.algorithm.marsrl == MarsRLConfig(rollout="grouped", selection="adaptive", agents=5)
     assert load_config(f"{recipes}/marsrl-tiny.yaml").algorithm.marsrl.rollout == "chains"
-    assert rollout(config) is not None and rollout(load_config(f"{recipes}/marsrl-tiny.yaml")) is None
+    assert own_rollout(config) is not None and own_rollout(load_config(f"{recipes}/marsrl-tiny.yaml")) is None
 
 
 @pytest.mark.parametrize(
@@ -291,7 +296,7 @@ def test_grouped_rollouts_need_the_plain_vc_system(task, message):
         TrainConfig, {"task": task, "algorithm": {"method": "marsrl", "marsrl": {"rollout": "grouped"}}}
     )
     with pytest.raises(ValueError, match=message):
-        rollout(config)
+        own_rollout(config)
 
 
 # ---- the engine ----------------------------------------------------------------------------------------------
@@ -327,7 +332,7 @@ def test_grouped_rollouts_ask_the_verifier_with_the_recipes_prompt_set():
         },
     )
     chat = Script(solver=[RIGHT, WRONG], verifier=[SAYS_CORRECT] * 2 + [SAYS_WRONG] * 2)
-    [episode] = asyncio.run(rollout(config)(ITEM, chat, random.Random(0)))
+    [episode] = asyncio.run(own_rollout(config)(ITEM, chat, random.Random(0)))
     verifiers = episode.calls_by_role("verifier")
     assert len(verifiers) == 4
     for call in verifiers:

@@ -94,19 +94,15 @@ def test_one_ppo_step_with_the_shared_critic_on_the_tiny_model(tiny_model_dir, t
 
 
 def test_trajectory_level_ablation_rewards_every_call_with_the_final_f1(tiny_model_dir, tiny_tokenizer):
-    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
+    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig
     from mara_bench.trainer.methods import get_method
 
     run_ = episode(answer_every_turn=True)
-    ablation = TrainConfig(
-        algorithm=AlgorithmConfig(method="mask", advantage="gae", mask=MaskConfig(reward="trajectory"))
-    )
+    ablation = AlgorithmConfig(method="mask", advantage="gae", mask=MaskConfig(reward="trajectory"))
     method = get_method("mask").configured(ablation)
     samples = method.rewarded_samples(ITEM, [run_], None, tiny_tokenizer)
     assert run_.final_answer == "Lomir" and [s.reward for s in samples] == [1.0] * len(run_.calls)
-    turn_level = get_method("mask").configured(
-        TrainConfig(algorithm=AlgorithmConfig(method="mask", advantage="gae"))
-    )
+    turn_level = get_method("mask").configured(AlgorithmConfig(method="mask", advantage="gae"))
     assert [s.reward for s in turn_level.rewarded_samples(ITEM, [run_], None, tiny_tokenizer)][
         0
     ] == 0.0  # plan
@@ -162,11 +158,11 @@ MALFORMED = {
 
 
 def configured(**switches):
-    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig, TrainConfig
+    from mara_bench.trainer.config import AlgorithmConfig, MaskConfig
     from mara_bench.trainer.methods import get_method
 
     algorithm = AlgorithmConfig(method="mask", advantage="gae", mask=MaskConfig(**switches))
-    return get_method("mask").configured(TrainConfig(algorithm=algorithm))
+    return get_method("mask").configured(algorithm)
 
 
 def malformed_episode():

@@ -122,4 +122,6 @@ def test_paper_recipe_loads_and_is_consistent(method):
     get_system(config.task.system).split_options(config.task.system_options)  # raises on an unknown option
     assert config.task.benchmark is not None  # trained on a harness benchmark, judged by the scoring code
     if get_method(method).rollout is not None:
-        get_method(method).rollout(config)  # the method's own checks of its rollout settings
+        get_method(method).rollout(
+            config.algorithm, config.task, config.rollout
+        )  # the method's own checks of its rollout settings

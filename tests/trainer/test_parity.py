@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 
 import pytest
 import torch
@@ -47,19 +48,23 @@ def test_gap_metrics_for_the_batch_and_each_role():
         assert metrics[key] == pytest.approx(value, abs=1e-6), key
 
 
-def test_bound_warns_or_fails_as_the_recipe_says(toy_config, capsys):
+def test_bound_warns_or_fails_as_the_recipe_says(toy_config, caplog):
     metrics = {"rollout/logprob_gap_mean": 0.5, "rollout/logprob_gap_max": 2.0}
     warn = dataclasses.replace(toy_config.rollout, parity="warn", parity_bound=0.1)
-    check(metrics, warn, step=3)
-    assert (
-        "step 3: rollout-trainer logprob gap 0.5 (max 2) exceeds rollout.parity_bound 0.1"
-        in capsys.readouterr().out
-    )
-    with pytest.raises(ParityError, match="exceeds rollout.parity_bound 0.1"):
-        check(metrics, dataclasses.replace(warn, parity="fail"), step=3)
-    check(metrics, dataclasses.replace(warn, parity="off"), step=3)
-    check(metrics, dataclasses.replace(warn, parity="fail", parity_bound=0.5), step=3)  # at the bound: fine
-    assert capsys.readouterr().out == ""
+    with caplog.at_level(logging.WARNING, logger="mara_bench.trainer"):
+        check(metrics, warn, step=3)
+        [warning] = caplog.records
+        assert warning.levelno == logging.WARNING and warning.getMessage().startswith(
+            "step 3: rollout-trainer logprob gap 0.5 (max 2) exceeds rollout.parity_bound 0.1"
+        )
+        caplog.clear()
+        with pytest.raises(ParityError, match="exceeds rollout.parity_bound 0.1"):
+            check(metrics, dataclasses.replace(warn, parity="fail"), step=3)
+        check(metrics, dataclasses.replace(warn, parity="off"), step=3)
+        check(
+            metrics, dataclasses.replace(warn, parity="fail", parity_bound=0.5), step=3
+        )  # at the bound: fine
+        assert caplog.records == []
 
 
 def _toy(toy_config, **rollout):

@@ -106,7 +106,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(tiny_model_dir, tmp_pat
 def test_offloaded_optimizer_state_makes_the_same_updates_and_stays_on_the_cpu(tiny_model_dir, tmp_path):
     def two_updates(path, offload: bool) -> Trainer:
         trainer = trainer_with(tiny_model_dir, path)
-        trainer.config.optim = dataclasses.replace(trainer.config.optim, offload_optimizer=offload)
+        trainer.updater.optim = dataclasses.replace(trainer.updater.optim, offload_optimizer=offload)
         for step in range(2):
             trainer.updater(helpers.make_samples(), step)
         return trainer

@@ -1,33 +1,31 @@
 """Training rewards from the harness's judges: the same scoring code that evaluates a checkpoint rewards it.
 
-* Rule judges (``math``, ``lexical``) reward through their pure cores (``mara_bench.judges.cores``), the functions the
-  Inspect scorers call: ``math`` gives 1/0 for an equivalent final answer; ``lexical`` gives one of its values
-  (``em`` by default, ``acc`` or ``f1``; an item M-ASK's variant leaves out of F1 falls back to its ``em``).
-* LLM judges (``hle`` -- MARS's reward, arXiv:2510.04935 C.3 -- and ``simpleqa`` -- MATPO's, arXiv:2510.04678) ask a grader
-  with the judge's own prompt and strict parser (``mara_bench.judges.hle`` / ``mara_bench.judges.simpleqa`` through
-  ``mara_bench.judges.grader.ask_grader``, as their scorers do). The grader is any Inspect model string (``openai/gpt-4o``,
-  ``mockllm/model``, ``vllm/...``), or an OpenAI-compatible endpoint (``openai-api/<name>/<model>`` with
-  ``base_url``). Each judgement is awaited as soon as its episode ends, so judging overlaps the other rollouts; it
-  runs under a timeout, is retried on timeouts and failed calls (tenacity, exponential back-off), and is cached by
-  (question, gold, response). A judgement that still fails is *unscored*: ``None``, never a reward of 0 -- the
-  engine drops that trajectory from its group and counts it.
+Each judge that can reward training offers its reward where it is registered (``mara_bench.judges.registry``,
+``JudgeSpec.reward``; ``mara_bench.judges.rewards``): a rule judge (``math``, ``lexical``) its pure core, the function its
+Inspect scorer calls, which the task calls directly; an LLM judge (``hle`` -- MARS's reward, arXiv:2510.04935 C.3 --
+and ``simpleqa`` -- MATPO's, arXiv:2510.04678) the grader request its scorer builds (prompt, strict parser, schema)
+and its verdict's reward, which ``LLMJudgeReward`` asks through ``mara_bench.judges.grader.ask_grader``. The grader
+is any Inspect model string (``openai/gpt-4o``, ``mockllm/model``, ``vllm/...``), or an OpenAI-compatible endpoint
+(``openai-api/<name>/<model>`` with ``base_url``). Each judgement is awaited as soon as its episode ends, so judging
+overlaps the other rollouts; it runs under a timeout, is retried on timeouts and failed calls (tenacity,
+exponential back-off), and is cached by (question, gold, response). A judgement that still fails is *unscored*:
+``None``, never a reward of 0 -- the engine drops that trajectory from its group and counts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.scorer import Target
 
-from mara_bench.judges import cores
+from mara_bench.judges.rewards import GraderReward
 from mara_bench.trainer.task_config import GraderConfig
 
-RULE_JUDGES = ("math", "lexical")
-LLM_JUDGES = ("hle", "simpleqa")
-LEXICAL_METRICS = ("em", "acc", "f1")
+logger = logging.getLogger(__name__)
 
 
 def gold_text(answer: str | Sequence[str]) -> str:
@@ -36,52 +34,20 @@ def gold_text(answer: str | Sequence[str]) -> str:
     return Target(answer).text
 
 
-def rule_reward(judge: str, response: str, golds: str | Sequence[str], options: dict[str, Any]) -> float:
-    """The reward of ``response`` under a rule judge (``options``: ``variant`` and ``metric`` for lexical)."""
-    if judge == "math":
-        gold = golds if isinstance(golds, str) else golds[0]
-        return float(cores.math_verdict(response, gold)[1])
-    if judge == "lexical":
-        values = cores.lexical_values(response, golds, options.get("variant", "flashrag"))[1]
-        value = values[options.get("metric", "em")]
-        return float(values["em"] if value is None else value)
-    raise ValueError(f"{judge!r} is not a rule judge; rule judges: {', '.join(RULE_JUDGES)}")
-
-
-def check_judge_options(judge: str, options: dict[str, Any]) -> None:
-    """Raise a ``ValueError`` naming ``task.judge_options`` and the fix for options ``judge`` does not take."""
-    allowed = {"lexical": {"variant", "metric"}}.get(judge, set())
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValueError(
-            f"task.judge_options {unknown} do not apply to judge {judge!r}; valid: {sorted(allowed) or 'none'}"
-        )
-    if judge == "lexical":
-        from mara_bench.judges.lexical import check_variant
-
-        check_variant(options.get("variant", "flashrag"))
-        if options.get("metric", "em") not in LEXICAL_METRICS:
-            raise ValueError(
-                f"task.judge_options.metric must be one of {', '.join(LEXICAL_METRICS)}; got {options['metric']!r}"
-            )
-
-
 class UnscoredJudgement(Exception):
     """A grader call failed or timed out (retried by tenacity)."""
 
 
 @dataclass
 class LLMJudgeReward:
-    """1/0 rewards from an LLM judge, judged asynchronously with a timeout, retries and a cache."""
+    """1/0 rewards from an LLM judge (its registered ``GraderReward``), judged asynchronously with a timeout,
+    retries and a cache."""
 
     judge: str
+    grader: GraderReward
     settings: GraderConfig
     cache: dict[tuple[str, str, str], float] = field(default_factory=dict)
     _models: dict[int, Any] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.judge not in LLM_JUDGES:
-            raise ValueError(f"{self.judge!r} is not an LLM judge; LLM judges: {', '.join(LLM_JUDGES)}")
 
     def _model(self) -> Any:
         """The grader model of the running event loop (each training step runs its own loop; a client is not
@@ -98,28 +64,16 @@ class LLMJudgeReward:
             self._models = {loop: get_model(self.settings.model, memoize=False, **extra)}
         return self._models[loop]
 
-    def _request(self, question: str, gold: str, response: str) -> tuple[str, Any, Any]:
-        """(prompt, parser, response schema) exactly as the judge's scorer builds them."""
-        from mara_bench.judges import hle, simpleqa
-
-        if self.judge == "hle":
-            return hle.judge_prompt(question, response, gold), hle.parse_verdict, hle.RESPONSE_SCHEMA
-        return simpleqa.grader_prompt(question, gold, response), simpleqa.parse_grade, None
-
-    def verdict_reward(self, verdict: Any) -> float:
-        """1.0 for a correct verdict (HLE ``correct: yes``; SimpleQA ``CORRECT``), else 0.0."""
-        return float(verdict.correct if self.judge == "hle" else verdict == "CORRECT")
-
     async def _ask_once(self, question: str, gold: str, response: str) -> float | None:
         from mara_bench.judges.grader import ask_grader
 
-        prompt, parse, schema = self._request(question, gold, response)
+        request = self.grader.request(question, gold, response)
         outcome = await asyncio.wait_for(
             ask_grader(
                 self.judge,
-                prompt,
-                parse,
-                schema=schema,
+                request.prompt,
+                request.parse,
+                schema=request.schema,
                 attempts=self.settings.attempts,
                 cache=False,
                 model=self._model(),
@@ -128,7 +82,7 @@ class LLMJudgeReward:
         )
         if outcome.verdict is None and outcome.failure and outcome.failure.startswith("grader call failed"):
             raise UnscoredJudgement(outcome.failure)
-        return None if outcome.verdict is None else self.verdict_reward(outcome.verdict)
+        return None if outcome.verdict is None else self.grader.reward(outcome.verdict)
 
     async def __call__(self, question: str, gold: str, response: str) -> float | None:
         """The reward of ``response``, or ``None`` when no verdict could be had (unscored)."""
@@ -148,7 +102,7 @@ class LLMJudgeReward:
                 with attempt:
                     reward = await self._ask_once(question, gold, response)
         except (UnscoredJudgement, TimeoutError) as error:
-            print(f"unscored judgement ({self.judge}): {type(error).__name__}: {error}")
+            logger.warning("unscored judgement (%s): %s: %s", self.judge, type(error).__name__, error)
             return None
         if reward is not None:
             self.cache[key] = reward

@@ -14,7 +14,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification, AutoTokenizer
 
 from mara_bench.harness.packaged_models import model_location
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import ModelConfig
 from mara_bench.trainer.learner.adapters import BaseWeights, RoleAdapters, attach
 from mara_bench.trainer.learner.distributed import Distributed
 
@@ -38,17 +38,16 @@ class Models:
     """Under ``model.lora``: each role's adapter on the policy (the reference is then ``BaseWeights``)."""
 
 
-def base_model_path(config: TrainConfig, run_dir: Path, dist: Distributed) -> Path | str:
+def base_model_path(model: ModelConfig, seed: int, run_dir: Path, dist: Distributed) -> Path | str:
     """``model.path`` (a packaged model's name: its converted checkpoint), else ``<run>/base-model``, built by
-    rank 0 from the recipe's tiny-model settings."""
-    if config.model.path:
-        return model_location(config.model.path)
+    rank 0 from the recipe's tiny-model settings and ``seed``."""
+    if model.path:
+        return model_location(model.path)
     path = run_dir / "base-model"
     if dist.is_main and not (path / "config.json").exists():
         from mara_bench.harness.tinymodel import build_tiny_model
 
-        model = config.model
-        build_tiny_model(path, arch=model.tiny_arch, seed=config.seed, hidden_size=model.tiny_hidden_size)
+        build_tiny_model(path, arch=model.tiny_arch, seed=seed, hidden_size=model.tiny_hidden_size)
     dist.barrier()
     return path
 
@@ -70,39 +69,43 @@ def enable_activation_checkpointing(model: Any) -> None:
 
 
 def load_models(
-    config: TrainConfig, run_dir: Path, dist: Distributed, device: torch.device | None, *, critic: bool
+    model: ModelConfig,
+    run_dir: Path,
+    dist: Distributed,
+    device: torch.device | None,
+    *,
+    seed: int,
+    reference: bool,
+    critic: bool,
+    adapters: RoleAdapters | None,
 ) -> Models:
-    """The tokenizer, policy, reference (when the KL penalty is on) and critic (when ``critic``). Weights the base
-    model lacks (the critic's value head) are drawn from ``config.seed``: the same on every rank and in every run,
-    whatever drew from torch's global generator before."""
-    path = base_model_path(config, run_dir, dist)
-    torch.manual_seed(config.seed)
-    dtype = config.model.torch_dtype(cuda=device is not None)
+    """The tokenizer, policy, reference (when ``reference``: the KL penalty is on) and critic (when ``critic``);
+    under ``model.lora`` the policy carries the ``adapters`` planned for the system's roles. Weights the base model
+    lacks (the critic's value head) are drawn from ``seed``: the same on every rank and in every run, whatever drew
+    from torch's global generator before."""
+    path = base_model_path(model, seed, run_dir, dist)
+    torch.manual_seed(seed)
+    dtype = model.torch_dtype(cuda=device is not None)
+    checkpointed = model.gradient_checkpointing
 
     def load(cls: Any, *, trained: bool, **kwargs: Any) -> torch.nn.Module:
-        model = cls.from_pretrained(path, dtype=torch.float32 if trained else dtype, **kwargs)
+        loaded = cls.from_pretrained(path, dtype=torch.float32 if trained else dtype, **kwargs)
         if trained:
-            mixed_precision(model, dtype, "cuda" if device is not None else "cpu")
+            mixed_precision(loaded, dtype, "cuda" if device is not None else "cpu")
         # before sharding, so that FSDP wraps the checkpointed layers
-        if trained and config.model.gradient_checkpointing:
-            enable_activation_checkpointing(model)
-        return dist.prepare(model.to(device) if device is not None else model)
+        if trained and checkpointed:
+            enable_activation_checkpointing(loaded)
+        return dist.prepare(loaded.to(device) if device is not None else loaded)
 
     tokenizer = AutoTokenizer.from_pretrained(path)
-    if config.model.lora is not None:
-        from mara_bench.harness.systems import SYSTEMS
-
-        roles = SYSTEMS[config.task.system].roles
-        plan = RoleAdapters.plan(roles, config.roles, config.optim.lr)
-        policy = attach(load(AutoModelForCausalLM, trained=True), config.model.lora, plan)
-        reference = BaseWeights(policy).eval() if config.algorithm.kl_coef > 0 else None
+    if model.lora is not None:
+        if adapters is None:
+            raise ValueError("model.lora needs the roles' adapter plan (RoleAdapters.plan)")
+        policy = attach(load(AutoModelForCausalLM, trained=True), model.lora, adapters)
+        frozen = BaseWeights(policy).eval() if reference else None
         value_model = load(AutoModelForTokenClassification, trained=True, num_labels=1) if critic else None
-        return Models(path, dtype, tokenizer, policy, reference, value_model, plan)
+        return Models(path, dtype, tokenizer, policy, frozen, value_model, adapters)
     policy = load(AutoModelForCausalLM, trained=True)
-    reference = (
-        load(AutoModelForCausalLM, trained=False).requires_grad_(False).eval()
-        if config.algorithm.kl_coef > 0
-        else None
-    )
+    frozen = load(AutoModelForCausalLM, trained=False).requires_grad_(False).eval() if reference else None
     value_model = load(AutoModelForTokenClassification, trained=True, num_labels=1) if critic else None
-    return Models(path, dtype, tokenizer, policy, reference, value_model)
+    return Models(path, dtype, tokenizer, policy, frozen, value_model)

@@ -14,6 +14,7 @@ of the update. The learning-rate schedule advances once per rollout batch.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -25,7 +26,7 @@ from mara_bench.core.samples import Sample
 from mara_bench.trainer.algorithms.estimators import AdvantageBatch, advantage_estimator
 from mara_bench.trainer.algorithms.losses import aggregate, get_policy_loss, kl
 from mara_bench.trainer.algorithms.mastered_tokens import mastered_positive_tokens
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import AlgorithmConfig, OptimConfig, RolloutConfig
 from mara_bench.trainer.learner import role_metrics
 from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.distributed import Distributed
@@ -34,6 +35,8 @@ from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch
 from mara_bench.trainer.learner.offload import optimizer_on_device
 from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
 from mara_bench.trainer.methods import Method
+
+logger = logging.getLogger(__name__)
 
 
 def pad_rows(values: list[Tensor]) -> Tensor:
@@ -115,7 +118,9 @@ class PolicyUpdate:
 
     def __init__(
         self,
-        config: TrainConfig,
+        algorithm: AlgorithmConfig,
+        optim: OptimConfig,
+        rollout: RolloutConfig,
         dist: Distributed,
         method: Method,
         roles: list[str],
@@ -123,15 +128,18 @@ class PolicyUpdate:
         reference: torch.nn.Module | None,
         critic: torch.nn.Module | None,
     ):
-        self.config, self.dist, self.method, self.roles = config, dist, method, roles
-        self.estimator = advantage_estimator(config.algorithm.advantage)
-        self.policy_loss = get_policy_loss(config.algorithm.policy_loss)
+        self.algorithm, self.optim, self.rollout = algorithm, optim, rollout
+        """The recipe's sections the update reads (``rollout``: the sampling temperature, the step's questions
+        and the response length)."""
+        self.dist, self.method, self.roles = dist, method, roles
+        self.estimator = advantage_estimator(algorithm.advantage)
+        self.policy_loss = get_policy_loss(algorithm.policy_loss)
         self.policy, self.reference, self.critic = policy, reference, critic
         self.trained = torch.nn.ModuleDict({"policy": policy})
         """The models the optimizer steps (its state is keyed by their parameter names)."""
         self.adapters = plan_of(policy)
         """Per-role adapters (``model.lora``): one parameter group each, its own learning rate, clipped alone."""
-        groups: list[dict] = [{"params": list(policy.parameters()), "lr": config.optim.lr}]
+        groups: list[dict] = [{"params": list(policy.parameters()), "lr": optim.lr}]
         if self.adapters is not None:
             groups = [
                 {"params": adapter_parameters(policy, name), "lr": lr, "adapter": name}
@@ -143,11 +151,9 @@ class PolicyUpdate:
         """Each trained adapter's weight change (L2 norm) summed over the optimizer steps of the last update."""
         if critic is not None:
             self.trained["critic"] = critic
-            groups.append({"params": list(critic.parameters()), "lr": config.algorithm.critic_lr})
-        self.optimizer = torch.optim.AdamW(
-            groups, betas=config.optim.betas, weight_decay=config.optim.weight_decay
-        )
-        warmup = config.optim.warmup_steps
+            groups.append({"params": list(critic.parameters()), "lr": algorithm.critic_lr})
+        self.optimizer = torch.optim.AdamW(groups, betas=optim.betas, weight_decay=optim.weight_decay)
+        warmup = optim.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
@@ -157,7 +163,7 @@ class PolicyUpdate:
     @torch.no_grad()
     def _score_tokens(self, model: torch.nn.Module, batches: list[MicroBatch]) -> list[Tensor]:
         """Per-sample response-token logprobs under ``model`` (at the sampling temperature), batch order."""
-        temperature = self.config.rollout.temperature
+        temperature = self.rollout.temperature
         scored = []
         with self.dist.gathered(model):
             for batch in batches:
@@ -167,15 +173,15 @@ class PolicyUpdate:
 
     def _masks_mastered_tokens(self) -> bool:
         """MarsRL/UloRL's dynamic masking is on and the entropy of the previous update fell below its target."""
-        target = self.config.algorithm.mpt_target_entropy
+        target = self.algorithm.mpt_target_entropy
         return target is not None and self.last_entropy is not None and self.last_entropy < target
 
     def __call__(self, samples: list[Sample], step: int, *, behaviour: bool = False) -> dict[str, float]:
         """Update the policy (and critic) on ``samples``; the step's metrics (``skipped`` = 1 when no update was
         made). Sets the rows' GRPO / GAE advantages in place. With ``behaviour`` the rows' ``old_logprobs`` are the
         (older) sampling policy's own and are the importance ratios' denominators (pipelined rollouts)."""
-        optim, algo = self.config.optim, self.config.algorithm
-        parts = mini_batch_count(self.config.rollout.prompts_per_step, algo.ppo_mini_batch_size)
+        optim, algo = self.optim, self.algorithm
+        parts = mini_batch_count(self.rollout.prompts_per_step, algo.ppo_mini_batch_size)
         layout = mini_batch_layout(samples, parts, optim.token_budget, optim.batching, optim.max_padding)
         batches = [batch for part in layout for batch in part]
         data = self._rows(samples, batches, behaviour, several_steps=algo.ppo_epochs > 1 or parts > 1)
@@ -209,7 +215,7 @@ class PolicyUpdate:
         """The batch's per-row tensors in micro-batch order: old (the rows' own behaviour logprobs with
         ``behaviour``; recomputed when the batch takes ``several_steps``), reference and critic values,
         advantages, and the loss masks (well-mastered positive tokens left out when dynamic masking is on)."""
-        algo = self.config.algorithm
+        algo = self.algorithm
         order = [row for batch in batches for row in batch.rows]
         old = None  # one optimizer step on the policy that sampled: its logprobs ARE the old ones (detached)
         if behaviour:
@@ -258,8 +264,8 @@ class PolicyUpdate:
         tokens, active_rows = (int(x) for x in self.dist.sum(local_counts))
         if tokens == 0:
             return None
-        algo = self.config.algorithm
-        norm_length = algo.norm_length if algo.norm_length is not None else self.config.rollout.max_tokens
+        algo = self.algorithm
+        norm_length = algo.norm_length if algo.norm_length is not None else self.rollout.max_tokens
         return LossCounts(global_tokens=tokens, global_rows=active_rows, norm_length=norm_length)
 
     def _epochs(
@@ -275,7 +281,7 @@ class PolicyUpdate:
         any_batch = next((batch for part in layout for batch in part), None)  # for FSDP's idle passes
         sums: dict[str, float] = {}
         grad_norms: list[float] = []
-        for epoch in range(self.config.algorithm.ppo_epochs):
+        for epoch in range(self.algorithm.ppo_epochs):
             first_row = 0
             for part, idle_passes in zip(layout, idle, strict=True):
                 rows = slice(first_row, first_row + sum(len(batch.rows) for batch in part))
@@ -328,7 +334,7 @@ class PolicyUpdate:
         parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
         if self.dist.sum([0.0 if finite else 1.0])[0] > 0:
             self.optimizer.zero_grad(set_to_none=True)
-            print(f"step {step}: non-finite loss; step skipped")
+            logger.warning("step %d: non-finite loss; step skipped", step)
             return None
         self.dist.sum_gradients(parameters)
         grad_norm = self._clip()
@@ -336,10 +342,10 @@ class PolicyUpdate:
             grad_norm = grad_norm.full_tensor()
         if not torch.isfinite(grad_norm):
             self.optimizer.zero_grad(set_to_none=True)
-            print(f"step {step}: non-finite gradient norm; step skipped")
+            logger.warning("step %d: non-finite gradient norm; step skipped", step)
             return None
         before = self._adapter_weights()
-        with optimizer_on_device(self.optimizer, self.config.optim.offload_optimizer):
+        with optimizer_on_device(self.optimizer, self.optim.offload_optimizer):
             self.optimizer.step()
         for name, weights in before.items():
             moved = sum(
@@ -354,7 +360,7 @@ class PolicyUpdate:
         """Clip the gradients to ``optim.grad_clip`` -- their global norm, or under per-role adapters each
         group's own (one role's large gradient does not shrink another's step) -- and return the norm over all
         of them before clipping."""
-        clip, groups = self.config.optim.grad_clip, self.optimizer.param_groups
+        clip, groups = self.optim.grad_clip, self.optimizer.param_groups
         if self.adapters is None:
             return torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], clip)
         norms = [torch.nn.utils.clip_grad_norm_(group["params"], clip) for group in groups]
@@ -394,8 +400,8 @@ class PolicyUpdate:
         self, batch: MicroBatch, data: MicroRows, counts: LossCounts
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """This micro-batch's share of the whole batch's loss, and its share of the metrics' sums."""
-        algo = self.config.algorithm
-        scores = response_scores(self.policy, batch, self.config.rollout.temperature, with_entropy=True)
+        algo = self.algorithm
+        scores = response_scores(self.policy, batch, self.rollout.temperature, with_entropy=True)
         logprob = pad_rows(list(scores.logprobs.split(batch.response_lengths)))
         device = logprob.device
         mask, advantages = data.mask.to(device), data.advantages.to(device)
@@ -454,7 +460,7 @@ class PolicyUpdate:
         """PPO's clipped value loss, ``0.5 * max((V - R)^2, (clip(V, V_old +- c) - R)^2)``, token-mean."""
         values = pad_rows(list(response_values(self.critic, batch).split(batch.response_lengths)))
         old, returns = data.values.to(values.device), data.returns.to(values.device)
-        clip = self.config.algorithm.value_clip
+        clip = self.algorithm.value_clip
         clipped = old + (values - old).clamp(-clip, clip)
         per_token = 0.5 * torch.maximum((values - returns).square(), (clipped - returns).square())
         return aggregate(per_token, mask, "token-mean", global_tokens=counts.global_tokens)

@@ -23,7 +23,7 @@ from typing import Any
 from mara_bench.core.episodes import Chat, Episode, ModelCall
 from mara_bench.core.samples import Sample
 from mara_bench.trainer.algorithms.advantages import GroupNorm
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import AlgorithmConfig, RolloutConfig, TaskConfig
 from mara_bench.trainer.samples import sample_from_call
 
 RewardedSamples = Callable[[dict[str, Any], list[Episode], Any, Any], list[Sample]]
@@ -58,17 +58,19 @@ class Method:
     """The ``algorithm.advantage`` the method needs (``grpo`` or ``gae``); ``None`` accepts either."""
     advantages: Advantages | None = None
     """The method's own advantage assignment; ``None`` lets the engine run ``estimator`` on the samples."""
-    rollout: Callable[[TrainConfig], GroupRollout | None] | None = None
-    """The method's own rollout under a config (checked there: a bad combination is an error); ``None``, or
-    ``None`` returned, lets the engine run ``rollout.group_size`` runs of ``task.system`` per question."""
+    rollout: Callable[[AlgorithmConfig, TaskConfig, RolloutConfig], GroupRollout | None] | None = None
+    """The method's own rollout under the recipe's ``algorithm``, ``task`` and ``rollout`` sections (checked there:
+    a bad combination is an error); ``None``, or ``None`` returned, lets the engine run ``rollout.group_size`` runs
+    of ``task.system`` per question."""
     metrics: MethodMetrics | None = None
     """The method's own step metrics (MarsRL's verifier precision/recall and corrector fix rate)."""
-    configure: Callable[[Method, TrainConfig], Method] | None = None
-    """The method as a recipe sets it (M-ASK's reward switch); ``None``: the method takes no settings."""
+    configure: Callable[[Method, AlgorithmConfig], Method] | None = None
+    """The method as the recipe's ``algorithm`` section sets it (M-ASK's reward switch); ``None``: the method takes
+    no settings."""
 
-    def configured(self, config: TrainConfig) -> Method:
-        """This method under ``config``'s ``algorithm`` settings."""
-        return self.configure(self, config) if self.configure is not None else self
+    def configured(self, algorithm: AlgorithmConfig) -> Method:
+        """This method under the recipe's ``algorithm`` settings."""
+        return self.configure(self, algorithm) if self.configure is not None else self
 
 
 def question_id(item: dict[str, Any]) -> str:

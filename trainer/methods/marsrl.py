@@ -36,7 +36,7 @@ from mara_bench.harness.systems.outcomes import VerifierOutcome
 from mara_bench.harness.systems.vc import CORRECTOR, SOLVER, VERIFIER, solution_text
 from mara_bench.judges import cores
 from mara_bench.trainer.algorithms.rewards import gold_text
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import AlgorithmConfig, RolloutConfig, TaskConfig
 from mara_bench.trainer.methods.base import (
     GroupRollout,
     Method,
@@ -186,17 +186,17 @@ def rewarded_samples(
     return concatenate([episode_samples(item, episode, tokenizer) for episode in episodes])
 
 
-def rollout(config: TrainConfig) -> GroupRollout | None:
+def rollout(algorithm: AlgorithmConfig, task: TaskConfig, settings: RolloutConfig) -> GroupRollout | None:
     """The grouped agentic rollout under ``algorithm.marsrl.rollout: grouped`` (``None`` for ``chains``: the
     engine's ordinary V-C runs)."""
-    options = config.algorithm.marsrl
+    options = algorithm.marsrl
     if options.rollout == "chains":
         return None
-    if config.task.system != "vc":
+    if task.system != "vc":
         raise ValueError(
-            f"algorithm.marsrl.rollout 'grouped' branches the vc system; task.system is {config.task.system!r}"
+            f"algorithm.marsrl.rollout 'grouped' branches the vc system; task.system is {task.system!r}"
         )
-    system_options = config.task.system_options
+    system_options = task.system_options
     loop_options = sorted(set(system_options) - set(GROUPED_OPTIONS))
     if loop_options:
         raise ValueError(
@@ -210,7 +210,7 @@ def rollout(config: TrainConfig) -> GroupRollout | None:
             item["question"],
             chat,
             lambda episode: agent_rewards(episode, reference),
-            group_size=config.rollout.group_size,
+            group_size=settings.group_size,
             selection=options.selection,
             agents=options.agents,
             rng=rng,

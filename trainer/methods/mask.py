@@ -30,7 +30,7 @@ from mara_bench.core.samples import Sample
 from mara_bench.harness.systems.mask import ANSWER, PLAN, SEARCH
 from mara_bench.harness.systems.outcomes import FormatCheck, IntermediateAnswer, SearchOutcome
 from mara_bench.judges.lexical import score
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import AlgorithmConfig
 from mara_bench.trainer.methods.base import (
     Method,
     Ratio,
@@ -123,10 +123,10 @@ def samples_under(rewards: Rewards) -> RewardedSamples:
     return rewarded_samples
 
 
-def configure(method: Method, config: TrainConfig) -> Method:
+def configure(method: Method, algorithm: AlgorithmConfig) -> Method:
     """The turn-level method, or the trajectory-level ablation under ``algorithm.mask.reward: trajectory``; either
     with the released code's format penalty under ``algorithm.mask.format_penalty``."""
-    switches = config.algorithm.mask
+    switches = algorithm.mask
     if switches.reward == "turn" and not switches.format_penalty:
         return method
     rewards = trajectory_rewards if switches.reward == "trajectory" else turn_rewards

@@ -25,6 +25,7 @@ extra forward costs about one no-grad scoring pass over the measured rows (``tim
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +38,8 @@ from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.packing import micro_batches
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "rollout/logprob_gap"
 SYNC_GAP = "rollout/sync_gap_max"
@@ -158,7 +161,7 @@ def check(metrics: dict[str, float], rollout: RolloutConfig, step: int, own_forw
         return
     if what == "fail":
         raise ParityError(line)
-    print(f"warning: {line}")
+    logger.warning(line)
 
 
 def measure(

@@ -52,7 +52,7 @@ from mara_bench.core.episodes import Episode, Message, Reply
 from mara_bench.core.samples import Sample
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.systems import run_system
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import MarsRLConfig, RolloutConfig
 from mara_bench.trainer.methods import concatenate
 from mara_bench.trainer.methods.base import question_id
 from mara_bench.trainer.methods.marsrl import AGENT_RANK, agent, call_samples_of, next_agent
@@ -115,7 +115,9 @@ class Pipeline:
 
     def __init__(
         self,
-        config: TrainConfig,
+        marsrl: MarsRLConfig,
+        settings: RolloutConfig,
+        seed: int,
         rollout: Rollout,
         policy: torch.nn.Module,
         tokenizer: Any,
@@ -124,12 +126,14 @@ class Pipeline:
     ):
         if world_size > 1:
             raise ValueError("pipelined / segmented rollouts run in one process; drop torchrun")
-        self.config, self.rollout, self.prompts = config, rollout, prompts
+        self.settings, self.seed = settings, seed
+        """The recipe's ``rollout`` section and its seed (each question's own generator)."""
+        self.rollout, self.prompts = rollout, prompts
         self.policy, self.tokenizer = policy, tokenizer
-        self.staleness_bound = config.algorithm.marsrl.max_staleness
-        self.per_agent = config.algorithm.marsrl.pipeline
-        self.batch_target = config.rollout.prompts_per_step * config.rollout.group_size
-        self.capacity = (self.staleness_bound + 1) * config.rollout.prompts_per_step
+        self.staleness_bound = marsrl.max_staleness
+        self.per_agent = marsrl.pipeline
+        self.batch_target = settings.prompts_per_step * settings.group_size
+        self.capacity = (self.staleness_bound + 1) * settings.prompts_per_step
         self.cond = threading.Condition()
         self.queue: list[Unit] = []
         self.finished: list[tuple[dict[str, Any], list[Episode]]] = []
@@ -222,7 +226,7 @@ class Pipeline:
     # ---- rollout thread -----------------------------------------------------------------------------------
 
     def _start(self, version: int) -> None:
-        rollout = self.config.rollout
+        rollout = self.settings
         model = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.sampler_version = version
         self.stepping_to = version
@@ -280,7 +284,7 @@ class Pipeline:
                     return
                 self.open_questions += 1
                 [index] = self.prompts.take(1)
-                chains = 1 if self.rollout.own_rollout is not None else self.config.rollout.group_size
+                chains = 1 if self.rollout.own_rollout is not None else self.settings.group_size
                 question = _Question(self.rollout.task.items[index], chains)
                 self.questions.append(question)
             tasks.add(asyncio.ensure_future(self._question(question)))
@@ -291,7 +295,7 @@ class Pipeline:
         async def chain(index: int) -> list[Episode]:
             tap = _ChainTap(self.chat, question, index, self)  # type: ignore[arg-type]
             if rollout.own_rollout is not None:  # one grouped tree: its own generator per question
-                rng = random.Random(f"{self.config.seed}/{question.qid}")
+                rng = random.Random(f"{self.seed}/{question.qid}")
                 episodes = await rollout.own_rollout(question.item, tap, rng)  # type: ignore[arg-type]
             else:
                 user, options = rollout.run_input(question.item)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +27,18 @@ from mara_bench.core.episodes import Chat, Episode, Toolbox
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.systems import build_toolbox, get_system, run_system
 from mara_bench.harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
-from mara_bench.trainer.config import RolloutConfig, TaskConfig, TrainConfig
+from mara_bench.trainer.config import RolloutConfig, TaskConfig
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.adapters import RoleAdapters
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.policy import PolicyChat
-from mara_bench.trainer.methods.base import GroupRollout, Method
+from mara_bench.trainer.methods.base import GroupRollout
 from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
 from mara_bench.trainer.rollouts.parity import sync_gap
 from mara_bench.trainer.rollouts.scripted_roles import chat_for
 from mara_bench.trainer.rollouts.vllm_rollout import rollout_backend
+
+logger = logging.getLogger(__name__)
 
 
 class PromptOrder:
@@ -130,7 +133,7 @@ def vllm_generator(
     if rollout_backend(rollout.backend, model_path, expected, dtype=name) != "vllm":
         return None
     if adapters:
-        print(f"rollout: {ADAPTERS_ON_TRANSFORMERS}")
+        logger.info("rollout: %s", ADAPTERS_ON_TRANSFORMERS)
         return None
     from mara_bench.trainer.rollouts.vllm_rollout import VLLMGenerator
 
@@ -193,34 +196,45 @@ class Rollout:
     """The policy's tokenizer (a task's scripted roles count tokens with it)."""
 
     @classmethod
-    def build(cls, config: TrainConfig, method: Method, models: Models, rank: int) -> Rollout:
-        """The recipe's task and system over the models' policy chat (vLLM seeded per rank when configured).
+    def build(
+        cls,
+        task_config: TaskConfig,
+        settings: RolloutConfig,
+        models: Models,
+        *,
+        seed: int,
+        steps: int,
+        own_rollout: GroupRollout | None,
+    ) -> Rollout:
+        """The recipe's task and system over the models' policy chat, sampled under the ``rollout`` section
+        (vLLM seeded with ``seed``, this rank's, and sized for ``steps`` syncs when configured); ``own_rollout``:
+        the method's own rollout under the recipe, if it has one.
 
         The vLLM engine starts before the task is built: its kernel dispatcher scans every loaded module when it
         starts, and fails on numba's objects, which a task building a BM25 index (bm25s) loads."""
         vllm = vllm_generator(
-            config.rollout,
+            settings,
             models.path,
             models.dtype,
-            seed=config.seed * 1_009 + rank,
-            steps=config.steps,
+            seed=seed,
+            steps=steps,
             adapters=models.adapters is not None,
         )
-        task = training_task(config.task)
-        system = get_system(config.task.system)
-        system_options, tool_settings = system.split_options(config.task.system_options)
+        task = training_task(task_config)
+        system = get_system(task_config.system)
+        system_options, tool_settings = system.split_options(task_config.system_options)
         return cls(
             task=task,
             system=system,
             system_options=system_options,
             toolbox=task_toolbox(task, system, tool_settings),
             chat=routed(
-                policy_chat(config.rollout, models.policy, models.tokenizer, vllm, models.adapters),
-                config.rollout,
+                policy_chat(settings, models.policy, models.tokenizer, vllm, models.adapters),
+                settings,
             ),
             vllm=vllm,
-            own_rollout=method.rollout(config) if method.rollout is not None else None,
-            group_size=config.rollout.group_size,
+            own_rollout=own_rollout,
+            group_size=settings.group_size,
             tokenizer=models.tokenizer,
         )
 

@@ -22,7 +22,7 @@ import torch
 from mara_bench.core.episodes import Episode
 from mara_bench.core.samples import Sample
 from mara_bench.harness.toolcache.counts import counting
-from mara_bench.trainer.config import TrainConfig
+from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.methods import concatenate
 from mara_bench.trainer.methods.base import Method
@@ -81,24 +81,28 @@ class RolloutSource:
 
     def __init__(
         self,
-        config: TrainConfig,
+        settings: RolloutConfig,
+        optim: OptimConfig,
+        seed: int,
         rollout: Rollout,
         method: Method,
         policy: torch.nn.Module,
         prompts: PromptOrder,
         dist: Distributed,
     ):
-        self.config, self.rollout, self.method = config, rollout, method
+        self.settings, self.optim, self.seed = settings, optim, seed
+        """The recipe's ``rollout`` and ``optim`` sections (the parity check's forwards) and its seed."""
+        self.rollout, self.method = rollout, method
         self.policy, self.prompts, self.dist = policy, prompts, dist
         self.roles = list(rollout.system.roles)
 
     def next_batch(self, version: int) -> Batch:
         """Sampling is reseeded from ``(seed, version, rank)`` first, so a resumed run draws exactly what an
         uninterrupted one would."""
-        seed_step(self.config.seed, version, self.dist.rank)
+        seed_step(self.seed, version, self.dist.rank)
         started = time.perf_counter()
         task = self.rollout.task
-        indices = self.prompts.take(self.config.rollout.prompts_per_step)
+        indices = self.prompts.take(self.settings.prompts_per_step)
         items = [task.items[i] for i in self.dist.shard(indices)]
         self.policy.eval()
         with self.dist.gathered(self.policy):
@@ -114,7 +118,6 @@ class RolloutSource:
             metrics.update(self.rollout.chat.take_served())
         if self.rollout.toolbox.cache is not None:  # this rank's tool-cache hits, misses, records, live calls
             metrics.update(cache_counts.as_metrics())
-        config = self.config
         rewarded = concatenate(groups)
         own_forward = self.rollout.vllm is None
         metrics.update(
@@ -122,8 +125,8 @@ class RolloutSource:
                 self.policy,
                 rewarded,
                 self.roles,
-                config.rollout,
-                config.optim,
+                self.settings,
+                self.optim,
                 self.dist,
                 version,
                 synced,

@@ -5,12 +5,19 @@ per role, ``mara_bench.trainer.adapter_config``; the tool flags record or replay
 A bad or empty recipe, a bad ``--steps``, a task factory that does not import, a model folder with cut weights or
 no tokenizer, or ``--resume`` on a run directory with no whole checkpoint is one line on stdout and exit code 2,
 before any model is built or file written (``mara_bench.trainer.run.preflight``).
+
+The trainer reports through ``logging`` (a logger per module under ``mara_bench.trainer``); ``mara train`` shows
+those lines on stdout (``TerminalLines``), a warning as ``warning: <message>``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mara_bench.harness.invocation import user_path
@@ -55,10 +62,39 @@ def main(argv: list[str]) -> int:
         check_inputs(config, args.config)
         if args.resume:
             check_resumable(run_dir)
-        return train(config, run_dir, resume=args.resume)
+        with trainer_lines():
+            return train(config, run_dir, resume=args.resume)
     except ConfigError as err:
         print(f"mara train: {err}")
         return 2
+
+
+class TerminalLines(logging.Handler):
+    """Log records as lines on stdout, written around any progress bar (``tqdm.write``); a record of level
+    WARNING or above reads ``<level>: <message>``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from tqdm import tqdm
+
+        try:
+            level = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+            tqdm.write(level + self.format(record), file=sys.stdout)
+        except Exception:  # logging's contract: a failing handler reports itself and never raises
+            self.handleError(record)
+
+
+@contextmanager
+def trainer_lines() -> Iterator[None]:
+    """Within the block, the trainer's INFO lines and above show on the terminal (``TerminalLines``)."""
+    trainer = logging.getLogger("mara_bench.trainer")
+    handler, level = TerminalLines(), trainer.level
+    trainer.addHandler(handler)
+    trainer.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        trainer.removeHandler(handler)
+        trainer.setLevel(level)
 
 
 def with_tool_cache_flags(config, args: argparse.Namespace):

@@ -16,6 +16,7 @@ Checkpoints are ``mara_bench.trainer.run.run_state``'s; the cold start is ``mara
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from mara_bench.harness.redaction import redact_record
 from mara_bench.trainer.algorithms.estimators import advantage_estimator
 from mara_bench.trainer.config import TrainConfig, to_dict
 from mara_bench.trainer.learner import role_metrics
+from mara_bench.trainer.learner.adapters import RoleAdapters
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.models import load_models
 from mara_bench.trainer.learner.update import PolicyUpdate
@@ -39,6 +41,8 @@ from mara_bench.trainer.run.run_state import RunState, resume_latest, save_step,
 from mara_bench.trainer.run.warmup import Demos, WarmupStep, warm_up
 from mara_bench.trainer.step_record import rollouts_path, split_rows, write_rollouts
 
+logger = logging.getLogger(__name__)
+
 
 class Trainer:
     """Policy, optional reference and critic, optimizer and data cursor for one run directory."""
@@ -48,7 +52,7 @@ class Trainer:
         self.run_dir = Path(run_dir)
         self.dist = Distributed.from_env(config.parallel)
         algo = config.algorithm
-        self.method = get_method(algo.method).configured(config)
+        self.method = get_method(algo.method).configured(algo)
         if self.method.estimator not in (None, algo.advantage):
             raise ValueError(
                 f"algorithm.method {self.method.name!r} needs algorithm.advantage {self.method.estimator!r}, "
@@ -61,10 +65,32 @@ class Trainer:
                 f"ranks ({self.dist.world_size}): every rank rolls out its own questions"
             )
         critic = advantage_estimator(algo.advantage).needs_critic
-        self.models = load_models(config, self.run_dir, self.dist, self.device, critic=critic)
+        plan = adapter_plan(config)
+        self.models = load_models(
+            config.model,
+            self.run_dir,
+            self.dist,
+            self.device,
+            seed=config.seed,
+            reference=algo.kl_coef > 0,
+            critic=critic,
+            adapters=plan,
+        )
         self.tokenizer, self.policy = self.models.tokenizer, self.models.policy
         self.reference, self.critic = self.models.reference, self.models.critic
-        self.rollout = Rollout.build(config, self.method, self.models, self.dist.rank)
+        own_rollout = (  # the method's own rollout (MarsRL's grouped one) under the recipe, if it has one
+            self.method.rollout(algo, config.task, config.rollout)
+            if self.method.rollout is not None
+            else None
+        )
+        self.rollout = Rollout.build(
+            config.task,
+            config.rollout,
+            self.models,
+            seed=config.seed * 1_009 + self.dist.rank,
+            steps=config.steps,
+            own_rollout=own_rollout,
+        )
         check_heldout(self.task, config.eval.every)
         self.roles = list(self.rollout.system.roles)
         """The system's own role names: the ``role/<role>/...`` metrics of every step, in this order."""
@@ -74,14 +100,24 @@ class Trainer:
         )
         """Roles whose rows are not trained on: served by another model, or through a frozen adapter."""
         self.updater = PolicyUpdate(
-            config, self.dist, self.method, self.roles, self.policy, self.reference, self.critic
+            algo,
+            config.optim,
+            config.rollout,
+            self.dist,
+            self.method,
+            self.roles,
+            self.policy,
+            self.reference,
+            self.critic,
         )
         self.prompts = PromptOrder(len(self.task.items), config.seed)
         self.state = RunState(config, self.dist, self.models, self.updater, self.prompts)
         """What a checkpoint saves and a resumed run loads."""
         self.demos = Demos(self.rollout, self.method, self.tokenizer, config.warmup)
         """The cold start's demonstrations."""
-        self.evaluation = Evaluation(config, self.dist, self.rollout, self.method, self.policy)
+        self.evaluation = Evaluation(
+            config.eval, config.seed, self.dist, self.rollout, self.method, self.policy
+        )
         """The held-out evaluation of the policy."""
         self.step = 0
         self.last_samples: list[Sample] = []
@@ -101,9 +137,25 @@ class Trainer:
             from mara_bench.trainer.rollouts.pipelined import Pipeline
 
             return Pipeline(
-                config, self.rollout, self.policy, self.tokenizer, self.prompts, self.dist.world_size
+                config.algorithm.marsrl,
+                config.rollout,
+                config.seed,
+                self.rollout,
+                self.policy,
+                self.tokenizer,
+                self.prompts,
+                self.dist.world_size,
             )
-        return RolloutSource(config, self.rollout, self.method, self.policy, self.prompts, self.dist)
+        return RolloutSource(
+            config.rollout,
+            config.optim,
+            config.seed,
+            self.rollout,
+            self.method,
+            self.policy,
+            self.prompts,
+            self.dist,
+        )
 
     @property
     def task(self) -> Any:
@@ -130,7 +182,7 @@ class Trainer:
                 first = heldout_metrics(self.evaluation)
                 if log is not None:
                     log.write(-1, first)
-                    print(f"held-out after the cold start: {summary_line(first)}")
+                    logger.info("held-out after the cold start: %s", summary_line(first))
         if main_rank:
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "config.json").write_text(json.dumps(redact_record(to_dict(config)), indent=2))
@@ -141,7 +193,7 @@ class Trainer:
             if every and (self.step % every == 0 or self.step == config.steps):
                 last = heldout_metrics(self.evaluation)
                 metrics.update(last)
-                bar.write(f"held-out after step {self.step - 1}: {summary_line(last)}")
+                logger.info("held-out after step %d: %s", self.step - 1, summary_line(last))
             if log is not None:
                 log.write(self.step - 1, metrics)
             bar.set_postfix(
@@ -155,11 +207,10 @@ class Trainer:
         if log is not None:
             log.close()
             if first and last:
-                print(heldout_table(first, last))
+                logger.info(heldout_table(first, last))
             curves = plot_curves(run_dir)
-            print(
-                f"run directory: {run_dir}  (export: {run_dir / 'exports' / f'step_{self.step}'}, curves: {curves})"
-            )
+            export = run_dir / "exports" / f"step_{self.step}"
+            logger.info("run directory: %s  (export: %s, curves: %s)", run_dir, export, curves)
 
     def train_step(self) -> dict[str, float]:
         """Train on the source's next batch; returns the step's metrics (``skipped`` = 1 when no update was
@@ -183,8 +234,10 @@ class Trainer:
             metrics.update(self.updater(samples, version, behaviour=batch.behaviour))  # sets the advantages
         else:
             metrics.update(skipped=1.0)
-            print(
-                f"step {version}: non-finite reward for questions {sorted(set(rows.nonfinite))}; step skipped"
+            logger.warning(
+                "step %d: non-finite reward for questions %s; step skipped",
+                version,
+                sorted(set(rows.nonfinite)),
             )
         self.source.updated(version + 1)
         self.last_samples = samples
@@ -226,7 +279,17 @@ class Trainer:
 
     def warm_up(self) -> list[WarmupStep]:
         """The cold start on this run's demonstrations (``mara_bench.trainer.run.warmup.warm_up``)."""
-        return warm_up(self.demos, self.models, self.config, self.run_dir, write=self.dist.is_main)
+        config = self.config
+        return warm_up(
+            self.demos,
+            self.models,
+            config.warmup,
+            config.optim,
+            self.run_dir,
+            seed=config.seed,
+            gamma=config.algorithm.gamma,
+            write=self.dist.is_main,
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """Whole (unsharded) states; a collective when FSDP-sharded, so every rank calls it."""
@@ -243,3 +306,13 @@ class Trainer:
             return False
         self.step = step
         return True
+
+
+def adapter_plan(config: TrainConfig) -> RoleAdapters | None:
+    """Under ``model.lora``: the adapter of each of the system's roles and its learning rate (the recipe's
+    ``roles``, ``optim.lr`` for a role that sets none); ``None`` for full weights."""
+    if config.model.lora is None:
+        return None
+    from mara_bench.harness.systems import SYSTEMS
+
+    return RoleAdapters.plan(SYSTEMS[config.task.system].roles, config.roles, config.optim.lr)

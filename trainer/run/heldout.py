@@ -43,7 +43,7 @@ from mara_bench.harness.systems.parsing import strip_thinking
 from mara_bench.harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
 from mara_bench.judges.lexical import score
 from mara_bench.trainer.algorithms.rewards import gold_text
-from mara_bench.trainer.config import ConfigError, TrainConfig
+from mara_bench.trainer.config import ConfigError, EvalConfig
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.methods.base import Method, Ratio
@@ -59,10 +59,11 @@ WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
 
 @dataclass(frozen=True)
 class Evaluation:
-    """What a held-out evaluation runs with: the recipe, the ranks, the rollout (task, system, the policy's
-    chat), the method that rewards the runs, and the policy."""
+    """What a held-out evaluation runs with: the recipe's ``eval`` section and seed, the ranks, the rollout (task,
+    system and its options, the policy's chat), the method that rewards the runs, and the policy."""
 
-    config: TrainConfig
+    settings: EvalConfig
+    seed: int
     dist: Distributed
     rollout: Rollout
     method: Method
@@ -182,8 +183,8 @@ async def verifier_probe(
     run: Evaluation, items: list[dict[str, Any]], *, show: bool = False
 ) -> dict[str, Ratio]:
     """The Verifier probe's ratios over ``items`` (see the module docstring)."""
-    prompts = run.config.task.system_options.get(PROMPTS_OPTION, DEFAULT_PROMPTS)
-    samples, seed = run.config.eval.samples, run.config.seed
+    prompts = run.rollout.system_options.get(PROMPTS_OPTION, DEFAULT_PROMPTS)
+    samples, seed = run.settings.samples, run.seed
     runs = [
         (item, solution, episode_seed(seed, item, 2 * sample + right))
         for item in items
@@ -239,10 +240,10 @@ async def system_runs(
 ) -> list[list[Episode]]:
     """``eval.samples`` runs of the recipe's system per held-out question, each seeded (``episode_seed``), with
     the task's scripted roles as in training (``show``: a progress bar)."""
-    rollout, samples = run.rollout, run.config.eval.samples
+    rollout, samples = run.rollout, run.settings.samples
 
     async def one(item: dict[str, Any], sample: int) -> Episode:
-        bind_episode_seed(episode_seed(run.config.seed, item, sample))
+        bind_episode_seed(episode_seed(run.seed, item, sample))
         question, options = rollout.run_input(item)
         return await run_system(
             rollout.system.name, question, rollout.chat_for(item), rollout.toolbox, **options

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
@@ -38,7 +39,7 @@ import torch
 from mara_bench.core.episodes import Episode
 from mara_bench.core.samples import Sample
 from mara_bench.harness.systems import run_system
-from mara_bench.trainer.config import TrainConfig, WarmupConfig
+from mara_bench.trainer.config import OptimConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.models import Models
@@ -46,6 +47,8 @@ from mara_bench.trainer.learner.packing import micro_batches, response_logits, r
 from mara_bench.trainer.methods.base import Method, concatenate
 from mara_bench.trainer.rollouts.rollout import Rollout
 from mara_bench.trainer.run.progress import bar, counted
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -242,7 +245,8 @@ def fit(
     objective: Objective,
     samples: list[Sample],
     steps: int,
-    config: TrainConfig,
+    warmup: WarmupConfig,
+    optim: OptimConfig,
     seed: int,
     *,
     show: bool = True,
@@ -250,7 +254,6 @@ def fit(
     """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``) of ``objective`` on ``samples``,
     ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
     ``critic``); ``show``: a progress bar with the loss."""
-    warmup, optim = config.warmup, config.optim
     batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=warmup.lr, betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
@@ -267,34 +270,42 @@ def fit(
         progress.set_postfix(loss=f"{float(loss):.3f}", refresh=False)
         progress.update()
         if step % 10 == 0 or step == steps - 1:
-            progress.write(f"warmup {name} step {step}: loss {float(loss):.3f}")
+            logger.info("warmup %s step %d: loss %.3f", name, step, float(loss))
     progress.close()
     model.eval()
     return records
 
 
 def warm_up(
-    demos: Demos, models: Models, config: TrainConfig, run_dir: Path, *, write: bool = True
+    demos: Demos,
+    models: Models,
+    settings: WarmupConfig,
+    optim: OptimConfig,
+    run_dir: Path,
+    *,
+    seed: int,
+    gamma: float,
+    write: bool = True,
 ) -> list[WarmupStep]:
-    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring), then fit its critic (GAE
-    recipes, ``warmup.critic_steps``) to their returns; a no-op with ``warmup.steps: 0``. Returns the policy's
-    records; with ``write`` (the main rank) every record goes to ``<run>/warmup.jsonl``."""
-    settings = config.warmup
+    """Fine-tune the policy of ``models`` on the ``demos`` (module docstring) under the recipe's ``warmup`` and
+    ``optim`` sections, then fit its critic (GAE recipes, ``warmup.critic_steps``) to their returns discounted by
+    ``gamma``; a no-op with ``warmup.steps: 0``. Returns the policy's records; with ``write`` (the main rank) every
+    record goes to ``<run>/warmup.jsonl``."""
     if settings.steps == 0:
         return []
-    seed = config.seed
     samples = demo_samples(demos, seed, show=write)
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
-    print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
-    budget = config.optim.token_budget
+    logger.info("warmup: %d demonstration samples %s", len(samples), role_counts(samples))
+    budget = optim.token_budget
     records = fit(
         "policy",
         models.policy,
         lambda model, batch: cross_entropy(model, batch, budget),
         samples,
         settings.steps,
-        config,
+        settings,
+        optim,
         seed,
         show=write,
     )
@@ -305,14 +316,14 @@ def warm_up(
         models.reference.load_state_dict(models.policy.state_dict())
     critic_records = []
     if models.critic is not None and settings.critic_steps:
-        gamma = config.algorithm.gamma
         critic_records = fit(
             "critic",
             models.critic,
             lambda model, batch: value_regression(model, batch, budget, gamma),
             samples,
             settings.critic_steps,
-            config,
+            settings,
+            optim,
             seed,
             show=write,
         )
@@ -321,10 +332,12 @@ def warm_up(
         with open(run_dir / WARMUP_FILE, "w") as out:
             for record in records + critic_records:
                 out.write(json.dumps(asdict(record)) + "\n")
-    print(f"warmup: {len(records)} steps, loss {records[0].loss:.3f} -> {records[-1].loss:.3f}")
+    logger.info("warmup: %d steps, loss %.3f -> %.3f", len(records), records[0].loss, records[-1].loss)
     if critic_records:
-        print(
-            f"warmup: critic {len(critic_records)} steps, value loss {critic_records[0].loss:.3f} -> "
-            f"{critic_records[-1].loss:.3f}"
+        logger.info(
+            "warmup: critic %d steps, value loss %.3f -> %.3f",
+            len(critic_records),
+            critic_records[0].loss,
+            critic_records[-1].loss,
         )
     return records

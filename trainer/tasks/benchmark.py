@@ -8,9 +8,9 @@
   (``mara_bench.harness.systems.sample_question`` and ``sample_options``: the question in the benchmark's user template,
   FlashRAG's ``Question: {question}`` for the QA sets, and the answer-format instruction as ``system_prompt`` for
   systems that take one).
-* The reward is the judge's own code (``mara_bench.trainer.algorithms.rewards``): a rule judge's pure core, or an LLM
-  judge asked through the judge's prompt and parser, judged as each episode ends (``grade``); an unscored
-  judgement drops the episode from its group.
+* The reward is the one the judge registers (``mara_bench.judges.registry.judge_reward``): a rule judge's pure core,
+  or an LLM judge asked through the judge's prompt and parser (``mara_bench.trainer.algorithms.rewards``), judged as
+  each episode ends (``grade``); an unscored judgement drops the episode from its group.
 """
 
 from __future__ import annotations
@@ -23,13 +23,9 @@ from inspect_ai.scorer import Target
 from mara_bench.core.episodes import Episode
 from mara_bench.harness.datasets import load_benchmark
 from mara_bench.harness.systems import get_system, sample_options, sample_question
-from mara_bench.trainer.algorithms.rewards import (
-    LLM_JUDGES,
-    RULE_JUDGES,
-    LLMJudgeReward,
-    check_judge_options,
-    rule_reward,
-)
+from mara_bench.judges.registry import judge_reward, rewarding_judges
+from mara_bench.judges.rewards import GraderReward, RuleReward
+from mara_bench.trainer.algorithms.rewards import LLMJudgeReward
 from mara_bench.trainer.task_config import GraderConfig
 
 
@@ -40,11 +36,13 @@ class BenchmarkTask:
     items: list[dict[str, Any]]
     """``{"id", "question", "answer", "metadata"}`` per sample: input text, target (one gold or a list)."""
     judge: str
+    rewarder: RuleReward | LLMJudgeReward
+    """The judge's reward: its pure core (a rule judge), or its grader asked with a timeout, retries and a cache
+    (an LLM judge)."""
     judge_options: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     """Per benchmark, what was loaded (source, revision or sha256, row counts, id hash), as an evaluation log
     records it."""
-    llm: LLMJudgeReward | None = None
 
     def run_input(
         self, item: dict[str, Any], system: str, options: dict[str, Any]
@@ -61,18 +59,18 @@ class BenchmarkTask:
 
     async def grade(self, item: dict[str, Any], episode: Episode) -> float | None:
         """Judge the episode's final answer as soon as it ends; ``None`` when the judgement is unscored."""
-        if self.llm is None:
+        if not isinstance(self.rewarder, LLMJudgeReward):
             return self.reward(item, episode)
         target = Target(item["answer"])
-        return await self.llm(item["question"], target.text, episode.final_answer or "")
+        return await self.rewarder(item["question"], target.text, episode.final_answer or "")
 
     def reward(self, item: dict[str, Any], episode: Episode) -> float:
         """The judge's reward of the episode's final answer (an LLM judge's verdict from ``grade``)."""
         response = episode.final_answer or ""
         target = Target(item["answer"])
-        if self.llm is not None:
-            return self.llm.cached(item["question"], target.text, response)
-        return rule_reward(self.judge, response, target.target, self.judge_options)
+        if isinstance(self.rewarder, LLMJudgeReward):
+            return self.rewarder.cached(item["question"], target.text, response)
+        return self.rewarder.score(response, target.target, self.judge_options)
 
 
 def item_from_sample(sample: Any, prefix: str = "") -> dict[str, Any]:
@@ -108,16 +106,16 @@ def benchmark_task(
     if judge is None and len(defaults) > 1:
         raise ValueError(f"task.benchmark {names} are judged by {defaults} by default; set task.judge to one")
     name = judge or defaults[0]
-    if name not in RULE_JUDGES + LLM_JUDGES:
-        raise ValueError(
-            f"task.judge {name!r} cannot reward training; use one of {', '.join(RULE_JUDGES + LLM_JUDGES)}"
-        )
-    if name in LLM_JUDGES and grader is None:
+    rewarding = rewarding_judges()
+    reward = judge_reward(name) if name in rewarding else None
+    if reward is None:
+        raise ValueError(f"task.judge {name!r} cannot reward training; use one of {', '.join(rewarding)}")
+    if isinstance(reward, GraderReward) and grader is None:
         raise ValueError(
             f"task.judge {name!r} asks an LLM grader: set task.grader.model (an Inspect model string, or "
             "openai-api/<name>/<model> with task.grader.base_url for an OpenAI-compatible server)"
         )
-    check_judge_options(name, judge_options or {})
+    reward.check_options(name, judge_options or {}, "task.judge_options")
     items, provenance = [], {}
     for one in names:
         own_limit = limit.get(one) if isinstance(limit, dict) else limit
@@ -125,5 +123,9 @@ def benchmark_task(
         prefix = f"{one}/" if len(names) > 1 else ""
         items += [item_from_sample(sample, prefix) for sample in loaded.dataset]
         provenance[one] = loaded.provenance
-    llm = LLMJudgeReward(name, grader) if name in LLM_JUDGES and grader is not None else None
-    return BenchmarkTask(items, name, dict(judge_options or {}), provenance, llm)
+    rewarder = (
+        LLMJudgeReward(name, reward, grader)
+        if isinstance(reward, GraderReward) and grader is not None
+        else reward
+    )
+    return BenchmarkTask(items, name, rewarder, dict(judge_options or {}), provenance)

@@ -133,6 +133,27 @@ def test_the_plan_gives_shared_roles_one_adapter_and_frozen_roles_none_to_train(
     assert frozen.frozen_roles == {"verifier"}
 
 
+def test_the_cold_start_trains_each_adapter_at_warmup_lr_scaled_as_its_role_lr(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from mara_bench.harness.tinymodel import build_tiny_model
+    from mara_bench.trainer.learner.adapters import adapter_parameters, attach
+    from mara_bench.trainer.run.warmup import cold_start_groups
+
+    config = from_dict(TrainConfig, VC_RECIPE, "test")  # warmup.lr 0.01, optim.lr 0.001, solver lr 0.002
+    plan = RoleAdapters.plan(("solver", "verifier", "corrector"), config.roles, config.optim.lr)
+    assert plan.cold_start_rates(config.warmup.lr, config.optim.lr) == pytest.approx(
+        {"solver": 0.02, "corrector": 0.01}
+    )
+    base = AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path / "tiny"))
+    assert cold_start_groups(base, config) == [{"params": list(base.parameters()), "lr": 0.01}]
+    policy = attach(base, config.model.lora, plan)
+    groups = cold_start_groups(policy, config)
+    assert [group["lr"] for group in groups] == pytest.approx([0.02, 0.01])
+    for group, name in zip(groups, ("solver", "corrector"), strict=True):
+        assert {id(p) for p in group["params"]} == {id(p) for p in adapter_parameters(policy, name)}
+
+
 @pytest.mark.slow
 def test_each_role_trains_its_own_adapter_over_the_frozen_base_and_exports_it(tmp_path, monkeypatch):
     from mara_bench.trainer.run.engine import Trainer

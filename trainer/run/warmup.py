@@ -41,6 +41,7 @@ from mara_bench.harness.systems import run_system
 from mara_bench.trainer.config import TrainConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
 from mara_bench.trainer.methods.base import Method, concatenate
@@ -236,6 +237,16 @@ def cycled_batches(samples: list[Sample], size: int, rng: random.Random) -> Iter
         order = order[size:]
 
 
+def cold_start_groups(model: torch.nn.Module, config: TrainConfig) -> list[dict[str, Any]]:
+    """The optimizer's parameter groups in the cold start: every weight at ``warmup.lr``, or under per-role
+    adapters each trained adapter at its own rate (``RoleAdapters.cold_start_rates``)."""
+    plan = plan_of(model)
+    if plan is None:
+        return [{"params": list(model.parameters()), "lr": config.warmup.lr}]
+    rates = plan.cold_start_rates(config.warmup.lr, config.optim.lr)
+    return [{"params": adapter_parameters(model, name), "lr": lr} for name, lr in rates.items()]
+
+
 def fit(
     name: str,
     model: torch.nn.Module,
@@ -247,12 +258,12 @@ def fit(
     *,
     show: bool = True,
 ) -> list[WarmupStep]:
-    """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``) of ``objective`` on ``samples``,
+    """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``, ``cold_start_groups``) of ``objective`` on ``samples``,
     ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
     ``critic``); ``show``: a progress bar with the loss."""
     warmup, optim = config.warmup, config.optim
     batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=warmup.lr, betas=optim.betas)
+    optimizer = torch.optim.AdamW(cold_start_groups(model, config), betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     records = []
@@ -287,6 +298,9 @@ def warm_up(
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
     print(f"warmup: {len(samples)} demonstration samples {role_counts(samples)}")
+    if models.adapters is not None:
+        rates = models.adapters.cold_start_rates(settings.lr, config.optim.lr)
+        print(f"warmup: adapter learning rates {', '.join(f'{name} {lr:g}' for name, lr in rates.items())}")
     budget = config.optim.token_budget
     records = fit(
         "policy",

@@ -6,6 +6,7 @@ through ``local/``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -113,6 +114,24 @@ def test_the_adapters_file_of_mara_train_is_checked_and_named(tmp_path, capsys):
         f"{tmp_path / 'adapters.yaml'}: roles.judge: system 'vc' has no role 'judge'"
         in capsys.readouterr().out
     )
+
+
+ADAPTER_FILES = {  # each shipped adapters file, with the recipe its header names
+    "matpo.yaml": "matpo-tiny.yaml",
+    "mask.yaml": "mask-tiny.yaml",
+    "matpo-smollm2.yaml": "matpo-smollm2.yaml",
+    "mask-smollm2.yaml": "mask-smollm2.yaml",
+}
+
+
+def test_every_shipped_adapters_file_applies_to_its_recipe():
+    from mara_bench.trainer.run.cli import with_adapters
+
+    recipes = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
+    assert sorted(path.name for path in (recipes / "adapters").glob("*.yaml")) == sorted(ADAPTER_FILES)
+    for adapters, recipe in ADAPTER_FILES.items():
+        config = with_adapters(load_config(recipes / recipe), str(recipes / "adapters" / adapters))
+        assert config.model.lora is not None and config.roles, adapters
 
 
 def test_the_plan_gives_shared_roles_one_adapter_and_frozen_roles_none_to_train():

@@ -20,6 +20,9 @@ cold start, every ``eval.every`` steps (the recipe's, or ``--eval-every``) and a
 (``heldout`` in ``roles.jsonl``), and prints each held-out metric before -> after RL: a rise counts only where
 it shows there.
 
+The RL arm's last step is saved as ``mara train`` saves one (``<out>/exports/step_<N>``, what ``local/`` loads),
+before the control arm starts.
+
 ``--control`` adds the same-compute supervised arm: after the RL steps the policy goes back to its cold-start
 weights and trains on more of the cold start's demonstrations -- the RL stage's optimiser settings (AdamW at
 ``optim.lr``), ``warmup.batch_size`` demonstrations a step -- until it has spent as many CPU seconds as the RL
@@ -170,6 +173,7 @@ def learning_run(
                 print(f"  held-out: {shown_heldout(heldout)}", flush=True)
     curves.close()
     plot_curves(out)
+    trainer.save()
     arm = None
     if control and evaluates:
         trainer.policy.load_state_dict(cold_start)

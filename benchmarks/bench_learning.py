@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import statistics
 import time
@@ -229,6 +230,9 @@ def seeds_summary(changes: dict[str, list[float]]) -> list[str]:
 
 
 def main() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(message)s"
+    )  # the trainer's cold-start and held-out lines
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recipe")
     parser.add_argument("--steps", type=int, default=30)

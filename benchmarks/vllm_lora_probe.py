@@ -5,7 +5,8 @@ adapters on every projection of ``BASE`` (a model vLLM's kernels take, e.g. ``ma
 256``; ``lora_B`` drawn so that each adapter changes the greedy reply), builds ``LLM(enable_lora=True)`` and decodes
 8 greedy tokens per row in three batches -- every row through an adapter (two prompts x two adapters), the base
 alone, and base rows mixed with adapter rows -- then prints each row's tokens beside transformers + peft's and
-whether they agree. Results: docs/experiments/lora.md.
+whether they agree; ``--no-prefix-caching`` builds the engine with ``enable_prefix_caching=False``. Results:
+docs/experiments/lora.md.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def reference(base: str, folders: dict[str, Path]) -> dict[tuple[str, str | None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", help="the base model folder")
+    parser.add_argument(
+        "--no-prefix-caching", action="store_true", help="build the engine with enable_prefix_caching=False"
+    )
     args = parser.parse_args()
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
@@ -82,8 +86,12 @@ def main() -> None:
             dtype="float32",
             enforce_eager=True,
             max_model_len=256,
+            enable_prefix_caching=not args.no_prefix_caching,
         )
-        print(f"engine with enable_lora built in {time.perf_counter() - started:.0f} s")
+        print(
+            f"engine with enable_lora (prefix caching {'off' if args.no_prefix_caching else 'on'}) built in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
         requests = {name: LoRARequest(name, i + 1, str(folders[name])) for i, name in enumerate(ADAPTERS)}
         params = SamplingParams(temperature=0.0, max_tokens=TOKENS)
         batches = {

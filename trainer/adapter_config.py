@@ -60,7 +60,8 @@ class RoleConfig:
     """``own``: its own adapter; ``shared``: the one adapter of every ``shared`` role; ``frozen``: its own
     adapter, never updated (its rows are not trained on)."""
     lr: StrictFloat | None = Field(default=None, gt=0)
-    """Its adapter's AdamW peak learning rate; null: ``optim.lr``."""
+    """Its adapter's AdamW peak learning rate; null: ``optim.lr``. The cold start scales ``warmup.lr`` by the
+    same factor (this over ``optim.lr``), so a LoRA rate given here applies to the cold start too."""
 
 
 def check_roles(roles: dict[str, RoleConfig], known: tuple[str, ...], system: str) -> None:

@@ -192,7 +192,8 @@ class WarmupConfig:
     """Fine-tuning steps before the first RL step; 0 = no cold start."""
     lr: StrictFloat = Field(default=1e-3, gt=0)
     """Initial AdamW learning rate of the fine-tuning, decaying linearly towards 0 (its own optimizer; the RL
-    stage starts afresh with ``optim``)."""
+    stage starts afresh with ``optim``). Under ``model.lora`` each adapter's is this times its role's ``lr`` over
+    ``optim.lr`` (``RoleAdapters.cold_start_rates``)."""
     demos_per_item: StrictInt = Field(default=4, ge=1)
     """Scripted runs of the system per question (under MarsRL's grouped rollouts: grouped rollouts)."""
     batch_size: StrictInt = Field(default=16, ge=1)

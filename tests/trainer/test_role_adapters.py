@@ -6,6 +6,7 @@ through ``local/``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -115,6 +116,24 @@ def test_the_adapters_file_of_mara_train_is_checked_and_named(tmp_path, capsys):
     )
 
 
+ADAPTER_FILES = {  # each shipped adapters file, with the recipe its header names
+    "matpo.yaml": "matpo-tiny.yaml",
+    "mask.yaml": "mask-tiny.yaml",
+    "matpo-smollm2.yaml": "matpo-smollm2.yaml",
+    "mask-smollm2.yaml": "mask-smollm2.yaml",
+}
+
+
+def test_every_shipped_adapters_file_applies_to_its_recipe():
+    from mara_bench.trainer.run.cli import with_adapters
+
+    recipes = Path(__file__).resolve().parents[2] / "trainer" / "recipes"
+    assert sorted(path.name for path in (recipes / "adapters").glob("*.yaml")) == sorted(ADAPTER_FILES)
+    for adapters, recipe in ADAPTER_FILES.items():
+        config = with_adapters(load_config(recipes / recipe), str(recipes / "adapters" / adapters))
+        assert config.model.lora is not None and config.roles, adapters
+
+
 def test_the_plan_gives_shared_roles_one_adapter_and_frozen_roles_none_to_train():
     shared = from_dict(
         TrainConfig,
@@ -131,6 +150,29 @@ def test_the_plan_gives_shared_roles_one_adapter_and_frozen_roles_none_to_train(
     assert frozen.names == ["solver", "verifier", "corrector"]
     assert frozen.learning_rates == {"solver": 0.002, "corrector": 0.003}
     assert frozen.frozen_roles == {"verifier"}
+
+
+def test_the_cold_start_trains_each_adapter_at_warmup_lr_scaled_as_its_role_lr(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from mara_bench.harness.tinymodel import build_tiny_model
+    from mara_bench.trainer.learner.adapters import adapter_parameters, attach
+    from mara_bench.trainer.run.warmup import cold_start_groups
+
+    config = from_dict(TrainConfig, VC_RECIPE, "test")  # warmup.lr 0.01, optim.lr 0.001, solver lr 0.002
+    plan = RoleAdapters.plan(("solver", "verifier", "corrector"), config.roles, config.optim.lr)
+    assert plan.cold_start_rates(config.warmup.lr, config.optim.lr) == pytest.approx(
+        {"solver": 0.02, "corrector": 0.01}
+    )
+    base = AutoModelForCausalLM.from_pretrained(build_tiny_model(tmp_path / "tiny"))
+    assert cold_start_groups(base, config.warmup, config.optim) == [
+        {"params": list(base.parameters()), "lr": 0.01}
+    ]
+    policy = attach(base, config.model.lora, plan)
+    groups = cold_start_groups(policy, config.warmup, config.optim)
+    assert [group["lr"] for group in groups] == pytest.approx([0.02, 0.01])
+    for group, name in zip(groups, ("solver", "corrector"), strict=True):
+        assert {id(p) for p in group["params"]} == {id(p) for p in adapter_parameters(policy, name)}
 
 
 @pytest.mark.slow

@@ -67,6 +67,13 @@ class RoleAdapters:
         """Roles whose adapter is never updated (their rows are not trained on)."""
         return frozenset(role for role, name in self.adapters.items() if name not in self.learning_rates)
 
+    def cold_start_rates(self, warmup_lr: float, rl_lr: float) -> dict[str, float]:
+        """Per trained adapter, its cold-start peak learning rate: ``warmup_lr`` (the recipe's ``warmup.lr``, set
+        for the full weights) scaled as the adapter's RL rate scales ``rl_lr`` (``optim.lr``). A role's ``lr`` thus
+        says how much faster its adapter learns than the full weights, in the cold start as in RL (LoRA wants
+        about ten times the full-weight rate)."""
+        return {name: warmup_lr * lr / rl_lr for name, lr in self.learning_rates.items()}
+
     def adapter(self, role: str) -> str:
         """The adapter ``role`` decodes and trains through."""
         try:

@@ -42,6 +42,7 @@ from mara_bench.harness.systems import run_system
 from mara_bench.trainer.config import OptimConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
 from mara_bench.trainer.methods.base import Method, concatenate
@@ -239,6 +240,18 @@ def cycled_batches(samples: list[Sample], size: int, rng: random.Random) -> Iter
         order = order[size:]
 
 
+def cold_start_groups(
+    model: torch.nn.Module, warmup: WarmupConfig, optim: OptimConfig
+) -> list[dict[str, Any]]:
+    """The optimizer's parameter groups in the cold start: every weight at ``warmup.lr``, or under per-role
+    adapters each trained adapter at its own rate (``RoleAdapters.cold_start_rates``)."""
+    plan = plan_of(model)
+    if plan is None:
+        return [{"params": list(model.parameters()), "lr": warmup.lr}]
+    rates = plan.cold_start_rates(warmup.lr, optim.lr)
+    return [{"params": adapter_parameters(model, name), "lr": lr} for name, lr in rates.items()]
+
+
 def fit(
     name: str,
     model: torch.nn.Module,
@@ -251,11 +264,12 @@ def fit(
     *,
     show: bool = True,
 ) -> list[WarmupStep]:
-    """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``) of ``objective`` on ``samples``,
-    ``warmup.batch_size`` a step, cycling over the shuffled set; ``name`` labels the records (``policy``,
-    ``critic``); ``show``: a progress bar with the loss."""
+    """``steps`` AdamW steps (learning rate decaying linearly from ``warmup.lr``, per parameter group as
+    ``cold_start_groups`` gives them) of ``objective`` on ``samples``, ``warmup.batch_size`` a step, cycling over
+    the shuffled set; ``name`` labels the records (``policy``, ``critic``); ``show``: a progress bar with the
+    loss."""
     batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=warmup.lr, betas=optim.betas)
+    optimizer = torch.optim.AdamW(cold_start_groups(model, warmup, optim), betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     records = []
@@ -297,6 +311,11 @@ def warm_up(
     if models.adapters is not None:  # a frozen adapter learns nothing from its role's demonstrations
         samples = [s for s in samples if s.role not in models.adapters.frozen_roles]
     logger.info("warmup: %d demonstration samples %s", len(samples), role_counts(samples))
+    if models.adapters is not None:
+        rates = models.adapters.cold_start_rates(settings.lr, optim.lr)
+        logger.info(
+            "warmup: adapter learning rates %s", ", ".join(f"{name} {lr:g}" for name, lr in rates.items())
+        )
     budget = optim.token_budget
     records = fit(
         "policy",

@@ -3,15 +3,18 @@ trainer's plug-ins (advantage estimators, policy losses, aggregations, KL estima
 
 ``lookup(registry, name, kind)`` returns the entry or raises ``ValueError("unknown <kind> '<name>'; valid: a, b, c;
 did you mean 'b'?")``, the same words everywhere, with the closest valid name when one is close. It lives in
-``judges`` because judges are the lowest layer: harness, trainer and leaderboards all import judges, and judges
-import none of them, so every registry can use this one helper.
+``core``, the floor every part of the package imports and which imports none of them.
+
+``lazy_attributes(module, homes)`` is a package's ``__getattr__`` that imports each public name from its home
+module when first asked for, so importing the package loads none of its heavy modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import importlib
+from collections.abc import Callable, Iterable, Mapping
 from difflib import get_close_matches
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Entry = TypeVar("Entry")
 
@@ -29,3 +32,15 @@ def lookup(registry: Mapping[str, Entry], name: str, kind: str) -> Entry:
     if name not in registry:
         raise ValueError(unknown_name(kind, name, registry))
     return registry[name]
+
+
+def lazy_attributes(module: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` (PEP 562) for ``module``: each name of ``homes`` imported from the module
+    ``homes[name]`` on first use; any other name raises ``AttributeError``."""
+
+    def attribute(name: str) -> Any:
+        if name not in homes:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(homes[name]), name)
+
+    return attribute

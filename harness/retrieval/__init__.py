@@ -10,8 +10,7 @@ The names below load their module on first use, so importing the package (as the
 do) costs nothing until an index is built or opened: FAISS, sentence-transformers and bm25s stay unloaded.
 """
 
-import importlib
-from typing import Any
+from mara_bench.core.named import lazy_attributes
 
 _HOMES = {
     "RetrievalIndex": "base",
@@ -27,13 +26,9 @@ _HOMES = {
     "open_index": "index",
     "Manifest": "store",
 }
-__all__ = sorted(_HOMES)
+"""Each public name and the submodule that defines it."""
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+__getattr__ = lazy_attributes(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()})
 
 
 __all__ = [

@@ -16,8 +16,9 @@ that tool is built), so importing ``mara_bench.harness.tools`` or one of its lig
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mara_bench.core.named import lazy_attributes
 
 if TYPE_CHECKING:
     from mara_bench.harness.toolbase.blocklist import DEFAULT_BLOCKLIST, Blocklist
@@ -38,10 +39,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_attributes(__name__, _HOMES)
 
 
 __all__ = [

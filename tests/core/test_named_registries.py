@@ -39,3 +39,14 @@ def test_every_registry_words_an_unknown_name_alike(find, kind, typo, closest):
         ValueError, match=rf"^unknown {kind} '{typo}'; valid: .*; did you mean '{closest}'\?$"
     ):
         find(typo)
+
+
+def test_lazy_attributes_import_each_name_from_its_home_on_first_use():
+    import json
+
+    from mara_bench.core.named import lazy_attributes
+
+    attribute = lazy_attributes("pkg", {"dumps": "json"})
+    assert attribute("dumps") is json.dumps
+    with pytest.raises(AttributeError, match="module 'pkg' has no attribute 'loads'"):
+        attribute("loads")

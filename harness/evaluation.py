@@ -136,11 +136,13 @@ def evaluation_task(spec: BenchmarkSpec, **arguments: Any) -> Task:
         ):  # ``-T second_grader=``: YAML reads it as null
             raise ConfigError(f"{named}: given empty; name one (see `mara tasks`) or drop -T {named}=")
     task, system_options = split_task_arguments(arguments)
-    system, judge_timeout = get_system(task.system), task.judge_timeout
-    system.check_names(system_options, TASK_PARAMETER_NAMES)
+    system: SystemSpec = get_system(task.system)  # the one look-up: set up below and handed down
+    judge_timeout = task.judge_timeout
     chosen = get_protocol(task.protocol or spec.protocol).with_overrides(
         epochs=task.epochs, reducers=task.reducers
     )
+    effective_options, from_protocol = _system_options(system, chosen, system_options)
+    setup = system.setup(effective_options, TASK_PARAMETER_NAMES)  # the one check of the -T names and values
     judge_name, judge_options, judge_model = _judge_choice(spec.judge, chosen, task.judge)
     if judge_timeout is not None:  # -T judge_timeout= (seconds per grader call) beats the protocol's
         if not judges.is_llm_judge(judge_name, **judge_options):
@@ -154,22 +156,19 @@ def evaluation_task(spec: BenchmarkSpec, **arguments: Any) -> Task:
                 f"list_final_stop=true is an option of the 'gaia' judge; this run's judge is {judge_name!r}"
             )
         judge_options["list_final_stop"] = True
-    effective_options, from_protocol = _system_options(system, chosen, system_options)
     audit = load_audit(task.audit) if task.audit is not None else None
     if audit is not None and task.ids is not None:
         raise ConfigError("audit: the audit file chooses the samples; drop -T ids=")
     solver = (
         audited_answers(audit)
         if audit is not None
-        else system_solver(  # by name: Inspect records a solver's arguments in the log
-            system.name,
+        else system_solver(
+            setup,
             from_protocol=from_protocol,
             protocol_generate=chosen.generate.model_dump(exclude_none=True),
-            **effective_options,
         )
     )
-    tool_settings = system.split_options(effective_options)[1]
-    tool_cache = tool_cache_summary(system, tool_settings)
+    tool_cache = tool_cache_summary(system, setup.tool_settings)
     headline = with_breakdowns(
         judges.get_judge(judge_name, **judge_options), breakdown_keys(spec.name, task.breakdown)
     )
@@ -210,7 +209,7 @@ def evaluation_task(spec: BenchmarkSpec, **arguments: Any) -> Task:
         tool_cache=tool_cache,
         resolved_checkpoint=resolved_checkpoint,
         resolved_role_checkpoints=resolved_role_checkpoints,
-        retrieval_index=index_record(system, tool_settings),
+        retrieval_index=index_record(system, setup.tool_settings),
     )
     return Task(
         name=spec.name,

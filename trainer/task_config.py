@@ -111,7 +111,7 @@ class TaskConfig:
         except ValueError as err:  # an unknown name
             raise ConfigProblem("system", str(err)) from None
         try:
-            spec.split_options(self.system_options)
+            spec.setup(self.system_options)
         except ValueError as err:
             raise ConfigProblem("system_options", str(err)) from None
         return self

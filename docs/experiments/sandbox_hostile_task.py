@@ -13,7 +13,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 
 from mara_bench.harness.retrieval import build_index
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.testing import scripted_model
 from mara_bench.judges.scorers import math_scorer
 
@@ -31,7 +31,9 @@ def hostile(isolation: str = "bwrap") -> Task:
     return Task(
         dataset=[Sample(id=name, input=f"{name}: what is 6*7?", target="42") for name in programs],
         solver=system_solver(
-            "react", index=str(index), python_timeout=20, python_memory_mb=256, python_sandbox=isolation
+            get_system("react").setup(
+                dict(index=str(index), python_timeout=20, python_memory_mb=256, python_sandbox=isolation)
+            )
         ),
         scorer=math_scorer(),
         model=scripted_model(agent),

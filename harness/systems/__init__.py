@@ -83,15 +83,35 @@ class SystemSpec:
             f"system {self.name!r} options: {', '.join(valid) or 'none'} (mara tasks lists them)"
         )
 
-    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Split ``options`` into (system options, tool settings), the system's checked against ``run``'s types.
-
-        An unknown name (``check_names``) or a bad value raises ``ConfigError``.
-        """
-        self.check_names(options)
+    def setup(self, options: Mapping[str, Any], task_parameters: Sequence[str] = ()) -> SystemSetup:
+        """The system set up with ``options``, checked once: their names (``check_names``, ``task_parameters`` as
+        there), then the system's own values against ``run``'s types; split into the system's options and its
+        tools' settings. A problem raises ``ConfigError``."""
+        self.check_names(options, task_parameters)
         tools = {k: v for k, v in options.items() if k in self.tool_settings or k == TOOLS_OPTION}
         own = {k: v for k, v in options.items() if k not in tools}
-        return check_options(self.name, self.run, own), tools
+        return SystemSetup(self, check_options(self.name, self.run, own), tools)
+
+    def split_options(self, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``setup``'s checked (system options, tool settings), for a caller that keeps them apart (the trainer)."""
+        setup = self.setup(options)
+        return setup.options, setup.tool_settings
+
+
+@dataclass(frozen=True)
+class SystemSetup:
+    """A system and its options, checked (``SystemSpec.setup``): what the Inspect solver runs, handed down from the
+    task once resolved. Inspect logs a solver's argument by its ``name``: the log names the system."""
+
+    spec: SystemSpec
+    options: dict[str, Any]
+    """The system's own options (its ``run``'s keyword arguments), checked against their types."""
+    tool_settings: dict[str, Any]
+    """The options that configure its tools (``build_toolbox``), ``tools`` included."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 TOOLS_OPTION = "tools"
@@ -175,9 +195,8 @@ def index_record(spec: SystemSpec, settings: dict[str, Any]) -> dict[str, Any] |
 
 async def run_system(name: str, question: str, chat: Chat, toolbox: Toolbox, **options: Any) -> Episode:
     """Run system ``name`` on one question (the trainer's entry point)."""
-    spec = get_system(name)
-    system_options, _ = spec.split_options(options)
-    return await spec.run(question, chat, toolbox, **system_options)
+    setup = get_system(name).setup(options)
+    return await setup.spec.run(question, chat, toolbox, **setup.options)
 
 
 def sample_options(
@@ -239,12 +258,11 @@ def yielding_to_typed(
 
 @solver
 def system_solver(
-    system: str = "direct",
+    system: SystemSetup,
     from_protocol: tuple[str, ...] = (),
     protocol_generate: dict[str, Any] | None = None,
-    **options: Any,
 ) -> Solver:
-    """An Inspect solver running ``system`` on the sample's input; option errors are raised here, before samples run.
+    """An Inspect solver running ``system`` (set up, its options checked: ``SystemSpec.setup``) on the sample's input.
 
     A system taking a ``system_prompt`` gets the sample's answer-format instruction (sample metadata
     ``instruction``, set by the benchmark loader) unless the user gave one, and then the question in the
@@ -254,19 +272,18 @@ def system_solver(
     ``tool_cache_hit/miss/record/live`` counts). ``from_protocol`` names the options a protocol set (not the user);
     its sampling options yield to a setting the user typed (``yielding_to_typed``), said once on the console.
     """
-    spec = get_system(system)
-    system_options, tool_settings = spec.split_options(options)
-    toolbox = build_toolbox(spec, tool_settings)
+    spec = system.spec
+    toolbox = build_toolbox(spec, system.tool_settings)
     counted_tools = [*spec.tools, *spec.helper_tools]
     said: set[str] = set()
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:  # noqa: ARG001
         chat = InspectChat(spans=len(spec.roles) > 1)
-        run_options, notes = yielding_to_typed(spec, system_options, from_protocol, protocol_generate or {})
+        run_options, notes = yielding_to_typed(spec, system.options, from_protocol, protocol_generate or {})
         for option, note in notes.items():
             if option not in said:
                 said.add(option)
-                logger.warning(f"{system}: {note} (a protocol setting never overrides what you typed)")
+                logger.warning(f"{spec.name}: {note} (a protocol setting never overrides what you typed)")
         options = sample_options(spec, run_options, state.metadata)
         question = sample_question(spec, run_options, state.metadata, state.input_text)
         with counting() as cache_counts:

@@ -201,7 +201,7 @@ async def run(
 ) -> Episode:
     """One V-C run; ``final_answer`` is the accepted (or fallback) solution, ``answers["solver"]`` the first one.
 
-    The options' ranges are checked where the system is set up (``SystemSpec.split_options``)."""
+    The options' ranges are checked where the system is set up (``SystemSpec.setup``)."""
     recorder = EpisodeRecorder("vc", question, chat)
     episode = recorder.episode
     solved = await _solve(recorder, solver_attempts)

@@ -1,12 +1,15 @@
 """The call path of a task's ``-T`` arguments, measured by running it: ``.venv/bin/python tests/core/call_path.py``
-imports Inspect's entry point (as every ``inspect`` command does), then calls the registered ``aime2025`` task
-function with ``-T data=samples`` -- the path ``inspect eval mara_bench/aime2025 -T data=samples`` takes up to its
-``Task`` -- and follows every call between the package's files on the way (imports made on the way are left out).
+imports Inspect's entry point (as every ``inspect`` command does), then calls a registered task function with its
+``-T`` arguments -- by default ``aime2025`` with ``-T data=samples``, the path ``inspect eval mara_bench/aime2025 -T
+data=samples`` takes up to its ``Task``; ``tests/core/call_path.py bamboogle system=matpo data=samples index=DIR``
+follows another -- and follows every call between the package's files on the way (imports made on the way are
+left out).
 
 It prints the files entered (modules); the visits, each distinct call from a function of one file into a function
 of another (a call repeated for every row counts once); the moves up, visits that climb a floor of the layering
 (``tests/core/import_graph.py``'s contract); the returns, visits into a file the path had already been in; and how
-many times the path looks up a system (``get_system``) or a benchmark (``get_benchmark``) and checks option names.
+many times the path looks up a system (``get_system``) or a benchmark (``get_benchmark``), sets a system up with
+its options (``setup``) and checks option names (``check_names``).
 It measures whichever checkout ``mara_bench`` is imported from (``PYTHONPATH=<checkout>``)."""
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from import_graph import CONTRACTS, FOLDERS, _place
 
-COUNTED = ("get_system", "get_benchmark", "split_options", "check_names")
+COUNTED = ("get_system", "get_benchmark", "setup", "split_options", "check_names")
 """Functions whose calls on the path are counted by name."""
 
 
@@ -91,23 +94,26 @@ def _goes_up(source: str, target: str) -> bool:
     return False
 
 
-def trace_task_creation() -> Trace:
-    """Trace the creation of the ``aime2025`` task with ``-T data=samples``, the entry point imported first."""
+def trace_task_creation(task: str = "aime2025", **arguments: Any) -> Trace:
+    """Trace the creation of the registered task ``task`` with the ``-T`` ``arguments`` (default: ``aime2025``
+    with ``data=samples``), the entry point imported first."""
     import mara_bench
     import mara_bench.harness._registry  # noqa: F401  (what Inspect imports first)
-    from mara_bench.aime import aime2025
+    from mara_bench.catalog import TASK_FILES
 
+    (task_function,) = [getattr(module, task) for module in TASK_FILES if hasattr(module, task)]
     trace = Trace(Path(mara_bench.__file__).resolve().parents[1], sys._getframe())
     sys.setprofile(trace)
     try:
-        aime2025(data="samples")
+        task_function(**(arguments or {"data": "samples"}))
     finally:
         sys.setprofile(None)
     return trace
 
 
 if __name__ == "__main__":
-    found = trace_task_creation()
+    name, *pairs = sys.argv[1:] or ["aime2025"]
+    found = trace_task_creation(name, **dict(pair.split("=", 1) for pair in pairs))
     print(f"checkout: {found.root}")
     print(f"modules entered: {len(found.files)}")
     print(f"visits (distinct calls into another file): {len(found.visits)}")

@@ -71,7 +71,7 @@ def test_a_tool_less_system_imports_no_web_stack(system):
     code = (
         "from mara_bench.harness.systems import build_toolbox, get_system, system_solver\n"
         f"build_toolbox(get_system({system!r}), {{}})\n"
-        f"system_solver({system!r})"
+        f"system_solver(get_system({system!r}).setup({{}}))"
     )
     assert _loaded_after(code, WEB_STACK + HEAVY) == []
 

@@ -14,7 +14,7 @@ from mara_bench.harness.testing import scripted_model
 
 def _task() -> Task:
     samples = [Sample(id=i, input=f"What is {i} + {i}?", target=str(2 * i)) for i in range(1, 4)]
-    return Task(dataset=samples, solver=system_solver("direct"), scorer=includes())
+    return Task(dataset=samples, solver=system_solver(get_system("direct").setup({})), scorer=includes())
 
 
 def _double(messages, config) -> str:
@@ -74,7 +74,7 @@ def test_unknown_system_and_option_are_clear_errors():
     with pytest.raises(
         ValueError, match=r"unknown option\(s\) bogus; system 'direct' options: system_prompt"
     ):
-        system_solver("direct", bogus=1)
+        system_solver(get_system("direct").setup(dict(bogus=1)))
 
 
 def test_multi_agent_calls_get_one_transcript_span_per_role_single_agent_none(tmp_path):
@@ -87,5 +87,21 @@ def test_multi_agent_calls_get_one_transcript_span_per_role_single_agent_none(tm
         (log,) = eval(task, model=scripted_model(reply), log_dir=str(tmp_path), display="none")
         return [e.name for e in log.samples[0].events if e.event == "span_begin" and e.type == "agent"]
 
-    assert span_names(system_solver("vc", accept_after=1)) == ["solver", "verifier"]
-    assert span_names(system_solver("direct")) == []
+    assert span_names(system_solver(get_system("vc").setup(dict(accept_after=1)))) == ["solver", "verifier"]
+    assert span_names(system_solver(get_system("direct").setup({}))) == []
+
+
+def test_a_task_hands_the_solver_its_set_up_system_and_the_log_names_it(tmp_path):
+    """The evaluation hands the Inspect solver the system it looked up, set up with its options; the log's plan
+    still reads the system's name, and the options are in the task's metadata."""
+    from mara_bench.harness.datasets import get_benchmark
+    from mara_bench.harness.evaluation import evaluation_task
+
+    task = evaluation_task(get_benchmark("aime2025"), data="samples", limit=1, system="vc", accept_after=1)
+    (log,) = eval(
+        task, model=scripted_model(lambda m, c: "\\boxed{1}"), log_dir=str(tmp_path), display="none"
+    )
+    assert log.status == "success", log.error
+    (step,) = log.plan.steps
+    assert step.solver == "mara_bench/system_solver" and step.params["system"] == "vc"
+    assert log.eval.metadata["system"] == "vc" and log.eval.metadata["system_options"] == {"accept_after": 1}

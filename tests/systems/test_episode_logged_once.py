@@ -13,7 +13,7 @@ from inspect_ai.event import SpanBeginEvent, StateEvent, StoreEvent
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import includes
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import EPISODE_KEY, stored_episode
 from mara_bench.harness.testing import scripted_model
 
@@ -31,7 +31,9 @@ def _replies(messages, config) -> str:
 def _vc_eval_samples(log_dir, count: int) -> list:
     """The logged samples of a real V-C eval of ``count`` questions on the scripted model."""
     samples = [Sample(id=i, input=f"Compute 6*7 ({i}).", target="42") for i in range(count)]
-    task = Task(dataset=samples, solver=system_solver("vc", accept_after=1), scorer=includes())
+    task = Task(
+        dataset=samples, solver=system_solver(get_system("vc").setup(dict(accept_after=1))), scorer=includes()
+    )
     (log,) = eval(task, model=scripted_model(_replies), log_dir=str(log_dir), display="none")
     assert log.status == "success", log.error
     return read_eval_log(log.location).samples

@@ -75,7 +75,7 @@ def test_registry_lists_roles_and_rejects_unknown_options():
     assert get_system("mask").roles == ("plan", "search", "summary", "update", "answer")
     assert {"sys1", "max_turns", "search_backend"} <= set(get_system("mars").options())
     with pytest.raises(ValueError, match=r"system 'vc' options: .*accept_after"):
-        get_system("vc").split_options({"acept_after": 2})
+        get_system("vc").setup({"acept_after": 2})
 
 
 async def test_run_system_passes_options(doubles):

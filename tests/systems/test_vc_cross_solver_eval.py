@@ -9,7 +9,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 
 from mara_bench.harness.accounting import ACCOUNTING_SCORE
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.systems.parsing import last_boxed
 from mara_bench.harness.testing import scripted_model
@@ -43,7 +43,7 @@ def test_trained_verifier_and_corrector_pair_with_another_solver(tmp_path):
     )
     task = Task(
         dataset=[Sample(id="q1", input="Compute 6*7.", target="42")],
-        solver=system_solver("vc", accept_after=1),
+        solver=system_solver(get_system("vc").setup(dict(accept_after=1))),
         scorer=[boxed_match("final"), boxed_match("solver")],
     )
     log = eval(

@@ -11,7 +11,7 @@ import json
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.judges.scorers import math_scorer
@@ -65,11 +65,11 @@ def test_failed_python_calls_come_back_as_tool_errors_and_every_sample_is_scored
     task = Task(
         dataset=[Sample(id=case, input=f"{case}: what is 6*7?", target="42") for case in CASES],
         solver=system_solver(
-            "react",
-            index=str(bm25_index),
-            python_timeout=3,
-            python_memory_mb=256,
-            python_sandbox="unisolated",
+            get_system("react").setup(
+                dict(
+                    index=str(bm25_index), python_timeout=3, python_memory_mb=256, python_sandbox="unisolated"
+                )
+            )
         ),
         scorer=math_scorer(),
     )

@@ -15,7 +15,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.harness.tools import bwrap, call_cgroup
@@ -89,11 +89,14 @@ def test_hostile_python_calls_never_end_the_eval_and_leave_nothing_behind(tmp_pa
         return Task(
             dataset=[Sample(id=name, input=f"{name}: what is 6*7?", target="42") for name in programs],
             solver=system_solver(
-                "react",
-                index=str(bm25_index),
-                python_timeout=20,
-                python_memory_mb=256,
-                python_sandbox=isolation,
+                get_system("react").setup(
+                    dict(
+                        index=str(bm25_index),
+                        python_timeout=20,
+                        python_memory_mb=256,
+                        python_sandbox=isolation,
+                    )
+                )
             ),
             scorer=math_scorer(),
             name=f"hostile-{isolation}",

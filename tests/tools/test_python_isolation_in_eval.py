@@ -13,7 +13,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.harness.tools import bwrap
@@ -43,7 +43,7 @@ def test_an_api_key_in_the_harness_environment_never_reaches_the_eval_log(tmp_pa
     monkeypatch.setenv("SERPER_API_KEY", secret)
     task = Task(
         dataset=[Sample(id="steal", input="what is 6*7?", target="42")],
-        solver=system_solver("react", index=str(bm25_index), python_timeout=10),
+        solver=system_solver(get_system("react").setup(dict(index=str(bm25_index), python_timeout=10))),
         scorer=math_scorer(),
     )
     [log] = eval(task, model=scripted_model(agent), log_dir=str(tmp_path / "logs"), display="none")

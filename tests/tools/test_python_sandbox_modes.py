@@ -12,7 +12,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.harness.tools import ToolConfigError, build_toolbox, bwrap, python_sandbox
@@ -118,7 +118,9 @@ def test_inspect_mode_runs_the_code_in_the_samples_sandbox(tmp_path, bm25_index,
     task = Task(
         dataset=[Sample(id="q", input="what is 6*7?", target="42")],
         solver=system_solver(
-            "react", index=str(bm25_index), python_sandbox="inspect", python_executable="python3"
+            get_system("react").setup(
+                dict(index=str(bm25_index), python_sandbox="inspect", python_executable="python3")
+            )
         ),
         sandbox=sandbox,
     )

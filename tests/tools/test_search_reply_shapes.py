@@ -11,7 +11,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
 from mara_bench.core.episodes import ToolError
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.harness.tools import build_toolbox, tool_documents
@@ -110,11 +110,14 @@ def test_a_wrong_shape_in_an_eval_goes_back_to_the_agent_and_the_sample_is_score
     task = Task(
         dataset=[Sample(id="q", input="what is 6*7?", target="42")],
         solver=system_solver(
-            "react",
-            search_backend="serper",
-            serper_url=f"{web.url}/serper",
-            http_attempts=1,
-            python_sandbox="unisolated",  # the python tool is not used here: no need for bubblewrap
+            get_system("react").setup(
+                {
+                    "search_backend": "serper",
+                    "serper_url": f"{web.url}/serper",
+                    "http_attempts": 1,
+                    "python_sandbox": "unisolated",  # the python tool is not used here: no need for bubblewrap
+                }
+            )
         ),
         scorer=math_scorer(),
     )

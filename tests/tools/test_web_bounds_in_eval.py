@@ -10,7 +10,7 @@ import json
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 
-from mara_bench.harness.systems import system_solver
+from mara_bench.harness.systems import get_system, system_solver
 from mara_bench.harness.systems.inspect_adapter import stored_episode
 from mara_bench.harness.testing import scripted_model
 from mara_bench.judges.scorers import math_scorer
@@ -44,13 +44,16 @@ def test_hostile_pages_are_tool_errors_and_the_eval_finishes(web, tmp_path):
     task = Task(
         dataset=[Sample(id=case, input=f"{case}: what is 6*7?", target="42") for case in CASES],
         solver=system_solver(
-            "react",
-            tools="browse",
-            browse_allow_private=True,  # the hostile server is on 127.0.0.1
-            browse_max_bytes=1_000_000,
-            web_deadline=2,
-            http_attempts=1,
-            browse_extract_seconds=0.001,
+            get_system("react").setup(
+                dict(
+                    tools="browse",
+                    browse_allow_private=True,  # the hostile server is on 127.0.0.1
+                    browse_max_bytes=1_000_000,
+                    web_deadline=2,
+                    http_attempts=1,
+                    browse_extract_seconds=0.001,
+                )
+            )
         ),
         scorer=math_scorer(),
     )

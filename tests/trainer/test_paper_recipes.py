@@ -119,7 +119,7 @@ def test_paper_recipe_loads_and_is_consistent(method):
     config = load_config(RECIPES / f"{method}-paper.yaml")
     assert (config.algorithm.method, config.task.system) == (method, SYSTEMS[method])
     assert get_method(method).estimator == config.algorithm.advantage
-    get_system(config.task.system).split_options(config.task.system_options)  # raises on an unknown option
+    get_system(config.task.system).setup(config.task.system_options)  # raises on an unknown option
     assert config.task.benchmark is not None  # trained on a harness benchmark, judged by the scoring code
     if get_method(method).rollout is not None:
         get_method(method).rollout(

@@ -1,5 +1,7 @@
-"""One lookup for every registry of mara-bench: systems, judges, protocols, benchmarks, training methods and the
-trainer's plug-ins (advantage estimators, policy losses, aggregations, KL estimators).
+"""The one registry style of mara-bench: a registry is a ``dict`` from name to entry, and every look-up goes through
+``lookup``. An entry is registered where it is defined when that costs no import (a system, a judge, a protocol, a
+benchmark's ``@benchmark`` declaration); where reading the entry would import something heavy (a training method,
+an estimator or a loss: torch), the table holds a ``Named`` reference to it instead, loaded on use.
 
 ``lookup(registry, name, kind)`` returns the entry or raises ``ValueError("unknown <kind> '<name>'; valid: a, b, c;
 did you mean 'b'?")``, the same words everywhere, with the closest valid name when one is close. It lives in
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any, TypeVar
 
@@ -32,6 +35,20 @@ def lookup(registry: Mapping[str, Entry], name: str, kind: str) -> Entry:
     if name not in registry:
         raise ValueError(unknown_name(kind, name, registry))
     return registry[name]
+
+
+@dataclass(frozen=True)
+class Named:
+    """A registered entry by reference: ``module:attribute``, imported on first ``load``, or the entry itself (a
+    plug-in added at run time)."""
+
+    target: str | Any
+
+    def load(self) -> Any:
+        if not isinstance(self.target, str):
+            return self.target
+        module, attribute = self.target.split(":")
+        return getattr(importlib.import_module(module), attribute)
 
 
 def lazy_attributes(module: str, homes: Mapping[str, str]) -> Callable[[str], Any]:

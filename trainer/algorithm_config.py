@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from mara_bench.core.named import lookup
 from mara_bench.core.typed_config import ConfigProblem, config_dataclass, did_you_mean
 from mara_bench.trainer import registry
 
@@ -176,7 +177,7 @@ class AlgorithmConfig:
             "advantage": (registry.ADVANTAGE_ESTIMATORS, "advantage estimator"),
             "policy_loss": (registry.POLICY_LOSSES, "policy loss"),
         }[field.field_name]
-        registry.entry(table, name, kind)
+        lookup(table, name, kind)
         return name
 
     @model_validator(mode="after")

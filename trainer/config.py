@@ -370,13 +370,14 @@ class TrainConfig:
                 "remove it, or use algorithm.advantage: gae",
             )
         if self.warmup.steps:
-            if self.task.system not in registry.DEMO_SKILLS:
+            if self.task.system not in registry.DEMO_POLICIES:
                 raise ConfigProblem(
                     "warmup.steps",
                     f"no demonstration policy (trainer/demos/) for task.system {self.task.system!r}",
-                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(registry.DEMO_SKILLS))}",
+                    f"set warmup.steps: 0, or use a system with one: {', '.join(sorted(registry.DEMO_POLICIES))}",
                 )
-            roles = registry.DEMO_SKILLS[self.task.system].load()
+            policy = registry.DEMO_POLICIES[self.task.system].load()
+            roles = policy.skills
             unknown = sorted(set(self.warmup.demo_skills) - set(roles))
             if unknown:
                 raise ConfigProblem(
@@ -384,11 +385,12 @@ class TrainConfig:
                     f"the {self.task.system} demonstration policy has no skill for {', '.join(unknown)}",
                     f"use its roles: {', '.join(sorted(roles))}",
                 )
-            if self.warmup.demo_work and self.task.system not in registry.WORKED_DEMOS:
+            if self.warmup.demo_work and policy.worked is None:
+                worked = sorted(name for name, entry in registry.DEMO_POLICIES.items() if entry.load().worked)
                 raise ConfigProblem(
                     "warmup.demo_work",
                     f"the {self.task.system} demonstration policy has no worked form",
-                    f"remove it, or use a system with one: {', '.join(sorted(registry.WORKED_DEMOS))}",
+                    f"remove it, or use a system with one: {', '.join(worked)}",
                 )
         elif self.warmup.demo_skills:
             raise ConfigProblem(

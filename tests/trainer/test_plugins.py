@@ -15,7 +15,7 @@ import yaml
 from mara_bench.trainer.algorithms.estimators import TokenAdvantages
 from mara_bench.trainer.algorithms.losses import policy_loss
 from mara_bench.trainer.config import ConfigError, load_config, to_dict
-from mara_bench.trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named
+from mara_bench.trainer.registry import ADVANTAGE_ESTIMATORS, POLICY_LOSSES, Named, NamedEstimator
 from mara_bench.trainer.run.engine import Trainer
 
 
@@ -51,7 +51,7 @@ def test_the_engine_calls_the_estimator_and_the_loss_the_recipe_names(toy_config
         calls.append(kwargs["mode"])
         return policy_loss(*args, **kwargs)
 
-    monkeypatch.setitem(ADVANTAGE_ESTIMATORS, "constant", Named(constant))
+    monkeypatch.setitem(ADVANTAGE_ESTIMATORS, "constant", NamedEstimator(constant))
     monkeypatch.setitem(POLICY_LOSSES, "counted", Named(counted))
     config = recipe(tmp_path, toy_config, advantage="constant", policy_loss="counted")
     trainer = Trainer(config, tmp_path / "run")

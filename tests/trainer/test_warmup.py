@@ -19,7 +19,7 @@ from mara_bench.harness.systems import get_system
 from mara_bench.harness.systems.outcomes import IntermediateAnswer
 from mara_bench.trainer import registry
 from mara_bench.trainer.config import ConfigError, TrainConfig, from_dict, load_config
-from mara_bench.trainer.demos import POLICIES
+from mara_bench.trainer.demos import DemoPolicy, demo_policy
 from mara_bench.trainer.demos.text import named_capital
 from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.run.warmup import (
@@ -144,11 +144,18 @@ def test_critic_steps_without_a_critic_fail_at_load():
         )
 
 
-def test_the_registry_names_the_systems_with_demonstrations_and_their_skills():
-    """A recipe is checked against ``registry.DEMO_SKILLS`` (without importing the demonstrations)."""
-    assert {name: entry.load() for name, entry in registry.DEMO_SKILLS.items()} == {
-        name: policy.skills for name, policy in POLICIES.items()
-    }
+def test_each_registered_demonstration_policy_plays_its_systems_roles():
+    """``registry.DEMO_POLICIES``, the one registry of demonstration policies: each entry loads its system's."""
+    for system, entry in registry.DEMO_POLICIES.items():
+        policy = entry.load()
+        assert isinstance(policy, DemoPolicy) and set(policy.skills) <= set(get_system(system).roles), system
+
+
+def test_a_system_without_a_demonstration_policy_is_one_line_naming_the_closest():
+    with pytest.raises(
+        ValueError, match=r"^unknown demonstration policy 'vcc'; valid: .*vc; did you mean 'vc'\?$"
+    ):
+        demo_policy("vcc")
 
 
 def test_a_warm_up_for_a_system_without_demonstrations_fails_at_load():
@@ -305,13 +312,9 @@ def test_the_worked_verifier_demonstrations_check_the_last_digit_and_parse(skill
 
 def test_worked_demonstrations_for_a_policy_without_a_worked_form_fail_at_load():
     with pytest.raises(
-        ConfigError, match="warmup.demo_work: the mars demonstration policy has no worked form"
+        ConfigError, match="warmup.demo_work: the mars demonstration policy has no worked form.*one: vc"
     ):
         from_dict(TrainConfig, {"task": {"system": "mars"}, "warmup": {"steps": 1, "demo_work": True}})
-
-
-def test_the_registry_names_the_policies_with_a_worked_form():
-    assert {name for name, policy in POLICIES.items() if policy.worked} == registry.WORKED_DEMOS
 
 
 def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp_path):

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
+from mara_bench.core.named import lookup
 from mara_bench.core.samples import Sample
 from mara_bench.trainer import registry
 from mara_bench.trainer.algorithms.advantages import GroupNorm, gae, group_advantages
@@ -98,5 +99,5 @@ def gae_advantages(batch: AdvantageBatch) -> TokenAdvantages:
 
 def advantage_estimator(name: str) -> AdvantageEstimator:
     """The estimator registered as ``name``; an unknown name raises ``mara_bench.core.named``'s ValueError."""
-    entry = registry.entry(registry.ADVANTAGE_ESTIMATORS, name, "advantage estimator")
+    entry = lookup(registry.ADVANTAGE_ESTIMATORS, name, "advantage estimator")
     return AdvantageEstimator(name, entry.load(), entry.needs_critic)

@@ -225,7 +225,7 @@ class PolicyLoss(Protocol):
 
 def get_policy_loss(name: str) -> PolicyLoss:
     """The policy loss registered as ``name``; an unknown name raises ``mara_bench.core.named``'s ValueError."""
-    return registry.entry(registry.POLICY_LOSSES, name, "policy loss").load()
+    return named.lookup(registry.POLICY_LOSSES, name, "policy loss").load()
 
 
 def _k1(log_ratio: Tensor) -> Tensor:

@@ -20,8 +20,10 @@ from typing import Any
 
 from mara_bench.core.episodes import Message
 from mara_bench.core.episodes import Reply as ModelReply
+from mara_bench.core.named import lookup
 from mara_bench.trainer.demos import mars, mask, matpo, vc
 from mara_bench.trainer.episode_seeds import call_seed
+from mara_bench.trainer.registry import DEMO_POLICIES
 
 Skills = Mapping[str, float]
 """Role -> probability that the scripted decision of that role is right."""
@@ -40,22 +42,17 @@ class DemoPolicy:
     worked: Reply | None = None
 
 
-POLICIES: dict[str, DemoPolicy] = {
-    "vc": DemoPolicy(vc.reply, vc.SKILLS, vc.worked_reply),
-    "mars": DemoPolicy(mars.reply, mars.SKILLS),
-    "matpo": DemoPolicy(matpo.reply, matpo.SKILLS),
-    "mask": DemoPolicy(mask.reply, mask.SKILLS),
-}
+VC = DemoPolicy(vc.reply, vc.SKILLS, vc.worked_reply)
+MARS = DemoPolicy(mars.reply, mars.SKILLS)
+MATPO = DemoPolicy(matpo.reply, matpo.SKILLS)
+MASK = DemoPolicy(mask.reply, mask.SKILLS)
+"""The systems' policies, registered by name in ``mara_bench.trainer.registry.DEMO_POLICIES``."""
 
 
 def demo_policy(system: str) -> DemoPolicy:
-    """The scripted policy of ``system``; a system without one is an error naming those that have one."""
-    if system not in POLICIES:
-        raise ValueError(
-            f"warmup: no demonstration policy for task.system {system!r}; systems with one: "
-            f"{', '.join(sorted(POLICIES))}"
-        )
-    return POLICIES[system]
+    """The scripted policy of ``system`` (``mara_bench.trainer.registry.DEMO_POLICIES``); a system without one is
+    ``mara_bench.core.named``'s one-line error naming those that have one."""
+    return lookup(DEMO_POLICIES, system, "demonstration policy").load()
 
 
 @dataclass

@@ -11,6 +11,7 @@ episodes become rewarded samples and which advantages they get.
 
 from __future__ import annotations
 
+from mara_bench.core.named import lookup
 from mara_bench.trainer import registry
 from mara_bench.trainer.algorithms.advantages import GroupNorm, group_advantages
 from mara_bench.trainer.methods.base import Method, concatenate
@@ -19,7 +20,7 @@ from mara_bench.trainer.methods.base import Method, concatenate
 def get_method(name: str) -> Method:
     """The method registered as ``name`` (``mara_bench.trainer.registry.METHODS``); an unknown name raises a ValueError
     listing the known ones."""
-    return registry.entry(registry.METHODS, name, "algorithm.method").load()
+    return lookup(registry.METHODS, name, "algorithm.method").load()
 
 
 __all__ = ["GroupNorm", "Method", "concatenate", "get_method", "group_advantages"]

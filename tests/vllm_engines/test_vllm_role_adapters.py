@@ -18,7 +18,7 @@ from mara_bench.trainer.run.engine import Trainer
 pytestmark = pytest.mark.vllm
 
 TOLERANCE = 1e-3
-"""fp32 on both sides: vLLM's CPU LoRA kernels and peft's forward agree to about 1e-5 per token."""
+"""fp32 on both sides: vLLM's CPU LoRA kernels and peft's forward agree to within 1e-4 per token."""
 ROLES = ("solver", "verifier", "corrector")
 TRAINED = ("solver", "corrector")
 

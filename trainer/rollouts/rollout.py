@@ -2,8 +2,9 @@
 
 Episodes come from the harness system (the evaluation code) run with the policy as its ``Chat`` (transformers
 generation, or a vLLM engine synced to the policy: its full weights, or under per-role adapters its adapters),
-or from the method's own rollout when it has one (MarsRL's grouped rollouts, over the same system steps). An LLM-judged task grades each system run as it ends: an
-unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
+or from the method's own rollout when it has one (MarsRL's grouped rollouts, over the same system steps). An
+LLM-judged task grades each system run as it ends: an unscored judgement drops the episode from its group and is
+counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
 uninterrupted one would, a seed per episode (``mara_bench.trainer.episode_seeds``: its draws do not depend on

@@ -19,7 +19,8 @@ Under per-role LoRA adapters (``EngineAdapters``) the engine holds the frozen ba
 each row decodes with its ``Sampling.adapter``'s ``LoRARequest``, rows of different adapters in one batch, and
 ``load_adapters`` serves an adapter's new PEFT folder under a fresh request id after each update (vLLM caches an
 adapter by its id). Every row must name an adapter: vLLM's CPU build decodes a row without one, batched with
-adapter rows, through the last loaded adapter (docs/experiments/lora.md, "vLLM's multi-LoRA on the CPU build").
+adapter rows, through the adapter in its last slot (docs/experiments/lora.md, "vLLM's multi-LoRA on the CPU
+build").
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ class VLLMGenerator:
             raise ValueError(
                 f"rows name adapters {unknown} the vLLM engine does not serve (it serves "
                 f"{sorted(self.requests)}); under adapters every row needs one: vLLM's CPU build decodes a row "
-                "without an adapter through the last loaded one"
+                "without an adapter through the adapter in its last slot"
             )
         return [self.requests[name] for name in names]
 

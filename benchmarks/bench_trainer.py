@@ -69,26 +69,28 @@ from mara_bench.trainer.run.engine import Trainer
 from mara_bench.trainer.tasks.toy import addition_task
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS, LR = 8, 8, 24, 4, 5, 1e-2
+PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS = 8, 8, 24, 4, 5
 
 
 @dataclass(frozen=True)
 class Work:
     """The GRPO work both trainers do: questions x samples a step, new tokens at most, steps (the first one a
-    warm-up), interleaved pairs; ``warm_up_runs``: one unmeasured run of each side first (else the imports alone
-    are warmed, in the parent)."""
+    warm-up), interleaved pairs, the learning rate; ``warm_up_runs``: one unmeasured run of each side first (else
+    the imports alone are warmed, in the parent)."""
 
     prompts: int
     group: int
     new_tokens: int
     steps: int
     rounds: int
+    lr: float = 1e-2
     warm_up_runs: bool = True
 
 
 TOY_WORK = Work(PROMPTS, GROUP, NEW_TOKENS, STEPS, ROUNDS)
-REAL_WORK = Work(prompts=2, group=4, new_tokens=24, steps=3, rounds=3, warm_up_runs=False)
-"""The same comparison on SmolLM2-135M, sized for a few minutes a run on the shared CPU."""
+REAL_WORK = Work(prompts=2, group=4, new_tokens=24, steps=3, rounds=3, lr=1e-5, warm_up_runs=False)
+"""The same comparison on SmolLM2-135M, sized for a few minutes a run on the shared CPU, at a pretrained model's
+learning rate (the toy work's 1e-2 leaves SmolLM2 writing noise after one step: every later reward ties)."""
 SMOLLM2 = Path.home() / ".cache" / "mara-bench" / "models" / "smollm2-135m"
 TASK_ARGS = {"n_prompts": 64, "max_operand": 5000}
 EOS_RATE = 1 / 12
@@ -203,7 +205,7 @@ def ours(model_dir, run_dir, work: Work, parity: str = "auto") -> dict[str, floa
         rollout=RolloutConfig(
             prompts_per_step=work.prompts, group_size=work.group, max_tokens=work.new_tokens, **PARITY[parity]
         ),
-        optim=OptimConfig(lr=LR, grad_clip=1.0),
+        optim=OptimConfig(lr=work.lr, grad_clip=1.0),
         steps=work.steps,
     )
     trainer = Trainer(config, run_dir)
@@ -257,7 +259,7 @@ def trl(model_dir, out_dir, work: Work) -> dict[str, float]:
         num_generations=work.group,
         max_completion_length=work.new_tokens,
         max_steps=work.steps,
-        learning_rate=LR,
+        learning_rate=work.lr,
         beta=0.0,
         loss_type="dapo",
         num_iterations=1,

@@ -276,31 +276,30 @@ def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_an
 
 @pytest.mark.parametrize("skill", [1.0, 0.0])
 def test_the_worked_verifier_demonstrations_check_the_last_digit_and_parse(skill, tiny_model_dir, tmp_path):
-    """At skill 1 the last digits are added right and every verdict is true; at skill 0 they are added wrong, so
-    right answers are always called wrong and wrong ones mostly caught."""
+    """The last digits are always added and compared right; the verdict follows the comparison at skill 1 (every
+    verdict true) and says the opposite at skill 0 (every verdict false)."""
     from mara_bench.harness.systems.vc import solution_text
     from mara_bench.judges.math import extract_answer
 
     trainer = _trainer("marsrl-verifier-compact.yaml", tiny_model_dir, tmp_path)
     trainer.config.warmup.demo_work = True
     trainer.config.warmup.demo_skills = {"verifier": skill}
-    on_right, on_wrong = [], []
+    verdicts_true = []
     for item in trainer.task.items[:6]:
         a, b = (int(n) % 10 for n in item["question"].split("What is ", 1)[1].split("?")[0].split(" + "))
         for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
             for call in episode.calls_by_role("verifier"):
                 judged = extract_answer(solution_text(episode.calls[call.parent]))
-                digits = int(call.reply.text.split(" = ", 1)[1].split(",")[0].split(".")[0])
-                assert call.reply.text.startswith(f"{a} + {b} = ")
-                assert (digits == a + b) is (skill == 1.0)
-                truth = judged == item["answer"]
-                (on_right if truth else on_wrong).append(call.meta["verdict"] is truth)
-    assert on_right and on_wrong
-    if skill == 1.0:
-        assert all(on_right + on_wrong)
-    else:
-        assert not any(on_right)
-        assert sum(on_wrong) > len(on_wrong) / 2
+                same = int(judged) % 10 == (a + b) % 10
+                comparison = "the same" if same else "different"
+                assert call.reply.text.startswith(
+                    f"{a} + {b} = {a + b}, so the sum ends in {(a + b) % 10}; {judged} ends in {judged[-1]}: "
+                    f"{comparison}.\n"
+                )
+                assert same is (judged == item["answer"])  # the check catches every scripted wrong answer
+                verdicts_true.append(call.meta["verdict"] is (judged == item["answer"]))
+    assert len(verdicts_true) >= 6
+    assert all(verdicts_true) if skill == 1.0 else not any(verdicts_true)
 
 
 def test_worked_demonstrations_for_a_policy_without_a_worked_form_fail_at_load():

@@ -8,8 +8,8 @@ numeric answer (``mara_bench.trainer.tasks.toy.addition_task``).
 
 ``worked_reply`` is the same policy showing its working (``warmup.demo_work``): its Verifier checks the judged answer's
 last digit against the sum of the operands' last digits -- a check that catches every wrong answer of the scripted
-Solver (off by 1 to 3) -- adding those digits right with probability ``skills["verifier"]`` (else off by 1 or 2) and
-giving the verdict the check implies.
+Solver (off by 1 to 3) -- adding those digits right and saying whether the two last digits are the same; its verdict
+follows that comparison with probability ``skills["verifier"]`` (else it says the opposite).
 
 ``SKILLS`` are the defaults; a recipe's ``warmup.demo_skills`` overrides them.
 """
@@ -45,19 +45,20 @@ def verdict(judged: str | None, answer: str, skill: float, rng: random.Random) -
 
 
 def last_digit_check(question: str, judged: str | None, skill: float, rng: random.Random) -> str:
-    """A report that adds the operands' last digits (right with probability ``skill``, else off by 1 or 2),
-    compares the judged answer's last digit with the result's and ends with the verdict that comparison implies."""
+    """A report that adds the operands' last digits, compares the result's last digit with the judged answer's
+    ("the same" or "different") and ends with the verdict that comparison implies with probability ``skill``,
+    else the opposite one."""
     operands = _OPERANDS.search(question)
     if operands is None:
         raise ValueError(f"the worked vc demonstrations need an addition question; got {question!r}")
     a, b = (int(operand) % 10 for operand in operands.groups())
-    digits = a + b if rng.random() < skill else max(0, a + b + rng.choice([-2, -1, 1, 2]))
     if judged is None or not judged.isdigit():
-        return f"{a} + {b} = {digits}. No number to check.\nCorrectness: Wrong"
-    agrees = int(judged) % 10 == digits % 10
+        return f"{a} + {b} = {a + b}. No number to check.\nCorrectness: Wrong"
+    agrees = int(judged) % 10 == (a + b) % 10
+    says_right = agrees if rng.random() < skill else not agrees
     return (
-        f"{a} + {b} = {digits}, so the sum ends in {digits % 10}; {judged} ends in {judged[-1]}.\n"
-        f"Correctness: {'Correct' if agrees else 'Wrong'}"
+        f"{a} + {b} = {a + b}, so the sum ends in {(a + b) % 10}; {judged} ends in {judged[-1]}: "
+        f"{'the same' if agrees else 'different'}.\nCorrectness: {'Correct' if says_right else 'Wrong'}"
     )
 
 

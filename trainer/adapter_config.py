@@ -21,6 +21,10 @@ ADAPTER_MODES = typing.get_args(AdapterMode)
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The attention and MLP projections of the Qwen2 / Llama decoder layers."""
 
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The ranks vLLM's multi-LoRA engine can be sized for (its ``max_lora_rank``); it serves adapters of any rank up
+to the one it was sized for (``rollout.backend: vllm`` under ``model.lora``)."""
+
 UNADAPTABLE = ("lm_head", "embed_tokens")
 """Modules an adapter may not wrap: the output head is applied by the trainer's chunked scorer
 (``mara_bench.trainer.learner.logprobs``) and is tied to the embeddings of the small models."""

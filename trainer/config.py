@@ -32,7 +32,7 @@ from mara_bench.core.typed_config import (
     validate,
 )
 from mara_bench.trainer import registry
-from mara_bench.trainer.adapter_config import LoraConfig, RoleConfig, check_roles
+from mara_bench.trainer.adapter_config import VLLM_LORA_RANKS, LoraConfig, RoleConfig, check_roles
 from mara_bench.trainer.algorithm_config import (
     MARSRL_ROLLOUTS,
     MARSRL_SELECTIONS,
@@ -277,10 +277,11 @@ class TrainConfig:
                 "packs rows of several roles into one sequence, and each row needs its role's adapter",
                 "set optim.batching: bucket",
             ),
-            "rollout.backend": (
-                self.rollout.backend == "vllm",
-                "the vLLM engine is synced with full weights, not per-role adapters",
-                "set rollout.backend: hf (or auto)",
+            "model.lora.r": (
+                self.rollout.backend == "vllm" and self.model.lora.r > VLLM_LORA_RANKS[-1],
+                f"{self.model.lora.r} is above the largest LoRA rank vLLM serves ({VLLM_LORA_RANKS[-1]}) under "
+                "rollout.backend: vllm",
+                f"set r to at most {VLLM_LORA_RANKS[-1]}, or rollout.backend: hf",
             ),
             "rollout.segment_tokens": (
                 self.rollout.segment_tokens is not None or self.algorithm.marsrl.pipeline,

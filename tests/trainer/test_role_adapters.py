@@ -103,6 +103,20 @@ def test_a_bad_role_adapter_setting_is_one_line_naming_file_and_key(tmp_path, re
     assert "\n" not in message
 
 
+def test_vllm_rollouts_take_per_role_adapters_up_to_the_largest_rank_vllm_serves(tmp_path, monkeypatch):
+    from mara_bench.harness.providers import backends
+
+    monkeypatch.setattr(backends, "vllm_ready", lambda: True)  # the refusal below needs no engine
+    config = from_dict(TrainConfig, with_changes(rollout={"backend": "vllm"}), "test")
+    assert config.rollout.backend == "vllm" and config.model.lora is not None  # vLLM's multi-LoRA serves them
+    message = recipe_error(tmp_path, with_changes(rollout={"backend": "vllm"}, model={"lora": {"r": 600}}))
+    assert message.startswith(
+        f"{tmp_path / 'recipe.yaml'}: model.lora.r: 600 is above the largest LoRA rank vLLM"
+    )
+    assert "set r to at most 512, or rollout.backend: hf" in message
+    assert "\n" not in message
+
+
 def test_the_adapters_file_of_mara_train_is_checked_and_named(tmp_path, capsys):
     recipe = {key: value for key, value in VC_RECIPE.items() if key != "roles"}
     recipe["model"] = {**recipe["model"], "lora": None}

@@ -179,29 +179,40 @@ def adapter_sha256(model: torch.nn.Module, name: str) -> str:
     return digest.hexdigest()
 
 
-def export_adapters(model: Any, directory: Path, base: Path | str) -> list[Path]:
-    """Write every role's adapter as a PEFT folder ``directory/adapters/<role>/`` (a shared adapter under each
-    of its roles) and ``directory/base.json``; returns the folders."""
+def base_reference(base: Path | str) -> str:
+    """How an adapter's ``adapter_config.json`` names its base: the folder's absolute path, else the name."""
+    return str(Path(base).resolve()) if Path(base).exists() else str(base)
+
+
+def save_adapter(model: Any, name: str, folder: Path, base: str) -> None:
+    """Write adapter ``name`` of ``model`` as a standard PEFT folder (``adapter_model.safetensors`` and
+    ``adapter_config.json`` naming ``base``, for inference), which peft and vLLM both load."""
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
 
+    folder.mkdir(parents=True, exist_ok=True)
+    state = get_peft_model_state_dict(model, adapter_name=name)
+    tensors = {key: value.detach().cpu().contiguous() for key, value in state.items()}
+    save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
+    settings = model.peft_config[name]
+    previous = (settings.base_model_name_or_path, settings.inference_mode)
+    settings.base_model_name_or_path, settings.inference_mode = base, True
+    try:
+        settings.save_pretrained(str(folder))
+    finally:
+        settings.base_model_name_or_path, settings.inference_mode = previous
+
+
+def export_adapters(model: Any, directory: Path, base: Path | str) -> list[Path]:
+    """Write every role's adapter as a PEFT folder ``directory/adapters/<role>/`` (a shared adapter under each
+    of its roles) and ``directory/base.json``; returns the folders."""
     plan = plan_of(model)
     assert plan is not None, "export_adapters needs a policy built by attach"
-    base_name = str(Path(base).resolve()) if Path(base).exists() else str(base)
+    base_name = base_reference(base)
     folders = []
     for role, name in plan.adapters.items():
         folder = directory / ADAPTERS_DIR / role
-        folder.mkdir(parents=True, exist_ok=True)
-        state = get_peft_model_state_dict(model, adapter_name=name)
-        tensors = {key: value.detach().cpu().contiguous() for key, value in state.items()}
-        save_file(tensors, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
-        settings = model.peft_config[name]
-        previous = (settings.base_model_name_or_path, settings.inference_mode)
-        settings.base_model_name_or_path, settings.inference_mode = base_name, True
-        try:
-            settings.save_pretrained(str(folder))
-        finally:
-            settings.base_model_name_or_path, settings.inference_mode = previous
+        save_adapter(model, name, folder, base_name)
         folders.append(folder)
     record = {"base": base_name, "sha256": base_sha256(model), "adapters": plan.adapters}
     (directory / BASE_FILE).write_text(json.dumps(record, indent=2) + "\n")

@@ -13,9 +13,9 @@ Reported each step, over all ranks, for the whole batch and per role (``role/<ro
 * ``rollout/logprob_gap_over_tol`` -- share of those tokens whose gap exceeds ``rollout.parity_tolerance``;
 * ``rollout/parity_share`` -- the share of the step's rows measured (``rollout.parity_share``, evenly spaced).
 
-With a vLLM engine, ``sync_gap`` also checks every sync directly: right after the policy's weights are loaded
-into the engine, both score a fixed conversation (``SYNC_PROBE``) and ``rollout/sync_gap_max`` is the largest
-per-token difference.
+With a vLLM engine, ``sync_gap`` also checks every sync directly: right after the policy's weights (or, under
+per-role adapters, its adapters) are loaded into the engine, both score a fixed conversation (``SYNC_PROBE``,
+through each adapter) and ``rollout/sync_gap_max`` is the largest per-token difference.
 
 ``check`` applies ``rollout.parity`` (``warn`` / ``fail``; ``off`` measures nothing; ``auto`` is ``warn`` with
 a vLLM engine and ``off`` on the transformers backend, whose engine is the policy's own forward: ``action``):
@@ -28,12 +28,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 
 from mara_bench.core.samples import Sample
 from mara_bench.harness.chat_template import render_prompt
+from mara_bench.harness.providers.adapter_rows import adapter_rows
 from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
@@ -112,16 +114,24 @@ SYNC_PROBE = [
 """The fixed conversation a synced engine and the trainer both score (``sync_gap``)."""
 
 
-def sync_gap(policy: torch.nn.Module, tokenizer: Any, engine: Any) -> dict[str, float]:
+def sync_gap(
+    policy: torch.nn.Module, tokenizer: Any, engine: Any, adapters: Sequence[str] = ()
+) -> dict[str, float]:
     """``rollout/sync_gap_max``: the largest |engine - trainer| logprob over ``SYNC_PROBE``'s tokens, the engine
-    just synced to ``policy`` (an engine that kept its old weights, or loaded them wrongly, shows here)."""
+    just synced to ``policy`` (an engine that kept its old weights, or loaded them wrongly, shows here); under
+    per-role adapters, the largest over ``adapters``, each scored through that adapter on both sides."""
     ids = render_prompt(tokenizer, SYNC_PROBE, add_generation_prompt=False)
-    engine_logprobs = torch.tensor(engine.score(ids), dtype=torch.float32)
     device = next(policy.parameters()).device
-    with torch.no_grad():
-        logits = policy(torch.tensor([ids], device=device)).logits[0, :-1].float()
-    trainer = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:], device=device)[:, None])[:, 0]
-    return {SYNC_GAP: float((engine_logprobs - trainer.cpu()).abs().max())}
+    gaps = []
+    for adapter in adapters or [None]:
+        engine_logprobs = torch.tensor(engine.score(ids, adapter), dtype=torch.float32)
+        routing = adapter_rows(policy, [adapter]) if adapter is not None else nullcontext()
+        with torch.no_grad(), routing:
+            logits = policy(torch.tensor([ids], device=device)).logits[0, :-1].float()
+        tokens = torch.tensor(ids[1:], device=device)[:, None]
+        trainer = torch.log_softmax(logits, -1).gather(-1, tokens)[:, 0]
+        gaps.append(float((engine_logprobs - trainer.cpu()).abs().max()))
+    return {SYNC_GAP: max(gaps)}
 
 
 def action(rollout: RolloutConfig, own_forward: bool) -> str:

@@ -1,9 +1,10 @@
 """Rollout: each question's group of episodes, sampled with the live policy.
 
 Episodes come from the harness system (the evaluation code) run with the policy as its ``Chat`` (transformers
-generation, or a vLLM engine synced to the policy on a GPU), or from the method's own rollout when it has one
-(MarsRL's grouped rollouts, over the same system steps). An LLM-judged task grades each system run as it ends: an
-unscored judgement drops the episode from its group and is counted (an unscored judgement is never a reward of 0).
+generation, or a vLLM engine synced to the policy: its full weights, or under per-role adapters its adapters),
+or from the method's own rollout when it has one (MarsRL's grouped rollouts, over the same system steps). An
+LLM-judged task grades each system run as it ends: an unscored judgement drops the episode from its group and is
+counted (an unscored judgement is never a reward of 0).
 
 Also here: the data cursor (``PromptOrder``), the per-step seeding that makes a resumed run draw what an
 uninterrupted one would, a seed per episode (``mara_bench.trainer.episode_seeds``: its draws do not depend on
@@ -27,16 +28,18 @@ from mara_bench.core.episodes import Chat, Episode, Toolbox
 from mara_bench.harness.providers.sampling import Sampling
 from mara_bench.harness.systems import build_toolbox, get_system, run_system
 from mara_bench.harness.tools.toolbox import CACHE_SETTINGS, with_tool_cache
+from mara_bench.trainer.adapter_config import VLLM_LORA_RANKS, LoraConfig
 from mara_bench.trainer.config import RolloutConfig, TaskConfig
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.adapters import RoleAdapters
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.policy import PolicyChat
 from mara_bench.trainer.methods.base import GroupRollout
+from mara_bench.trainer.rollouts.adapter_sync import AdapterFolders
 from mara_bench.trainer.rollouts.frozen_roles import RoutedChat
 from mara_bench.trainer.rollouts.parity import sync_gap
 from mara_bench.trainer.rollouts.scripted_roles import chat_for
-from mara_bench.trainer.rollouts.vllm_rollout import rollout_backend
+from mara_bench.trainer.rollouts.vllm_rollout import EngineAdapters, rollout_backend
 
 logger = logging.getLogger(__name__)
 
@@ -123,17 +126,23 @@ def vllm_generator(
     seed: int,
     steps: int,
     *,
-    adapters: bool = False,
+    adapters: EngineAdapters | None = None,
 ) -> Any | None:
     """A vLLM engine on the base weights (seeded ``seed``) when the rollout backend is vLLM, else ``None``
-    (``auto``: when the run's ``steps`` are expected to generate enough tokens to pay for its start-up; never
-    under per-role ``adapters``: one line says why)."""
+    (``auto``: when the run's ``steps`` are expected to generate enough tokens to pay for its start-up); under
+    per-role ``adapters``, with vLLM's multi-LoRA sized for them (``auto`` with a rank vLLM cannot serve: one
+    line says why, and transformers decodes)."""
     expected = steps * rollout.prompts_per_step * rollout.group_size * rollout.max_tokens
     name = str(dtype).removeprefix("torch.")
     if rollout_backend(rollout.backend, model_path, expected, dtype=name) != "vllm":
         return None
-    if adapters:
-        logger.info("rollout: %s", ADAPTERS_ON_TRANSFORMERS)
+    if adapters is not None and adapters.rank > VLLM_LORA_RANKS[-1]:
+        logger.info(
+            "rollout: per-role adapters decode with transformers: vLLM serves LoRA ranks up to %d, and "
+            "model.lora.r is %d",
+            VLLM_LORA_RANKS[-1],
+            adapters.rank,
+        )
         return None
     from mara_bench.trainer.rollouts.vllm_rollout import VLLMGenerator
 
@@ -142,14 +151,8 @@ def vllm_generator(
         dtype=name,
         seed=seed,
         gpu_memory_utilization=rollout.vllm_gpu_memory,
+        adapters=adapters,
     )
-
-
-ADAPTERS_ON_TRANSFORMERS = (
-    "per-role LoRA adapters decode with transformers (peft's mixed-adapter batches), not vLLM: the vLLM engine "
-    "here is synced with full weights only (vLLM's CPU build takes one LoRARequest per row, but no adapter sync "
-    "into it is built: docs/experiments/lora.md)"
-)
 
 
 def routed(chat: PolicyChat, rollout: RolloutConfig) -> PolicyChat | RoutedChat:
@@ -194,6 +197,8 @@ class Rollout:
     group_size: int
     tokenizer: Any = None
     """The policy's tokenizer (a task's scripted roles count tokens with it)."""
+    adapter_folders: AdapterFolders | None = None
+    """Under per-role adapters on vLLM: where each sync writes the adapters the engine then serves."""
 
     @classmethod
     def build(
@@ -205,20 +210,26 @@ class Rollout:
         seed: int,
         steps: int,
         own_rollout: GroupRollout | None,
+        lora: LoraConfig | None = None,
+        scratch: Path | None = None,
     ) -> Rollout:
         """The recipe's task and system over the models' policy chat, sampled under the ``rollout`` section
         (vLLM seeded with ``seed``, this rank's, and sized for ``steps`` syncs when configured); ``own_rollout``:
-        the method's own rollout under the recipe, if it has one.
+        the method's own rollout under the recipe, if it has one. Under per-role adapters (``models.adapters``,
+        of shape ``lora``) a vLLM engine serves them from PEFT folders written under ``scratch``.
 
         The vLLM engine starts before the task is built: its kernel dispatcher scans every loaded module when it
         starts, and fails on numba's objects, which a task building a BM25 index (bm25s) loads."""
+        plan = models.adapters
+        if plan is not None and (lora is None or scratch is None):
+            raise ValueError("a policy with per-role adapters needs their lora settings and a scratch dir")
         vllm = vllm_generator(
             settings,
             models.path,
             models.dtype,
             seed=seed,
             steps=steps,
-            adapters=models.adapters is not None,
+            adapters=EngineAdapters(len(plan.names), lora.r) if plan is not None else None,
         )
         task = training_task(task_config)
         system = get_system(task_config.system)
@@ -236,16 +247,23 @@ class Rollout:
             own_rollout=own_rollout,
             group_size=settings.group_size,
             tokenizer=models.tokenizer,
+            adapter_folders=(
+                AdapterFolders(plan, scratch, models.path) if vllm is not None and plan is not None else None
+            ),
         )
 
     def sync(self, policy: torch.nn.Module) -> dict[str, float]:
         """Load the policy's current weights into the vLLM engine and check them
         (``mara_bench.trainer.rollouts.parity.sync_gap``); nothing for transformers generation, which samples with the
-        policy itself."""
+        policy itself. Under per-role adapters the base stays as loaded and the adapters are what is synced: each
+        trained one written afresh and served under a new request id, each frozen one kept."""
         if self.vllm is None:
             return {}
-        self.vllm.sync(policy.named_parameters())
-        return sync_gap(policy, self.chat.tokenizer, self.vllm)
+        if self.adapter_folders is None:
+            self.vllm.sync(policy.named_parameters())
+            return sync_gap(policy, self.chat.tokenizer, self.vllm)
+        self.vllm.load_adapters(self.adapter_folders.save(policy))
+        return sync_gap(policy, self.chat.tokenizer, self.vllm, self.adapter_folders.plan.names)
 
     def run_input(self, item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The user message and system options of one question's runs: the item's question and the recipe's

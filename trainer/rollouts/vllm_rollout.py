@@ -14,13 +14,22 @@ torch's generator, which the trainer reseeds every step, so a resumed run sample
 would. The engine is colocated: one per rank, in the rank's own process (vLLM's ``external_launcher``), loaded
 from the policy's checkpoint; ``sync`` copies the current policy parameters into it before each step's rollout
 and drops its prefix cache, whose entries were computed with the old weights.
+
+Under per-role LoRA adapters (``EngineAdapters``) the engine holds the frozen base and serves vLLM's multi-LoRA:
+each row decodes with its ``Sampling.adapter``'s ``LoRARequest``, rows of different adapters in one batch, and
+``load_adapters`` serves an adapter's new PEFT folder under a fresh request id after each update (vLLM caches an
+adapter by its id). Every row must name an adapter: vLLM's CPU build decodes a row without one, batched with
+adapter rows, through the adapter in its last slot (docs/experiments/lora.md, "vLLM's multi-LoRA on the CPU
+build").
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +38,24 @@ import torch
 from mara_bench.harness.providers.backends import choose_backend, missing_vllm, vllm_ready
 from mara_bench.harness.providers.generation import Completion
 from mara_bench.harness.providers.sampling import Sampling
+from mara_bench.trainer.adapter_config import VLLM_LORA_RANKS
 
 ROLLOUT_BACKENDS = ("auto", "hf", "vllm")
+
+
+@dataclass(frozen=True)
+class EngineAdapters:
+    """What vLLM's multi-LoRA is sized for: the adapters one batch holds (every role's) and their rank."""
+
+    count: int
+    rank: int
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """``vllm.LLM``'s LoRA arguments: ``max_lora_rank`` is the smallest rank vLLM takes that holds ``rank``."""
+        rank = next((size for size in VLLM_LORA_RANKS if size >= self.rank), None)
+        if rank is None:
+            raise ValueError(f"vLLM serves LoRA ranks up to {VLLM_LORA_RANKS[-1]}, not {self.rank}")
+        return {"enable_lora": True, "max_loras": self.count, "max_lora_rank": rank}
 
 
 def rollout_backend(
@@ -105,6 +130,7 @@ class VLLMGenerator:
         seed: int,
         gpu_memory_utilization: float,
         max_model_len: int | None = None,
+        adapters: EngineAdapters | None = None,
     ):
         from vllm import LLM
 
@@ -118,9 +144,15 @@ class VLLMGenerator:
             logprobs_mode="raw_logprobs",
             distributed_executor_backend="external_launcher",
             enforce_eager=not torch.cuda.is_available(),  # the CPU build: no graph compilation
+            **(adapters.engine_kwargs() if adapters is not None else {}),
         )
         self.threads = torch.get_num_threads()
         """Torch's CPU threads when the engine was built: its CPU attention checks every call runs with as many."""
+        self.adapters = adapters
+        """What the engine's multi-LoRA is sized for; ``None``: no adapters, full weights synced."""
+        self.requests: dict[str, Any] = {}
+        """Adapter name -> the ``LoRARequest`` its rows decode with now (``load_adapters``)."""
+        self._request_ids = itertools.count(1)
 
     def _same_threads(self) -> None:
         """Run this call with the engine's thread count: OpenMP's count is per thread, and generation runs on the
@@ -136,17 +168,52 @@ class VLLMGenerator:
             SamplingParams(**sampling_params_kwargs(s, seed)) for s, seed in zip(settings, seeds, strict=True)
         ]
         requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        lora = self.lora_requests([s.adapter for s in settings])
         self._same_threads()
-        results = self.llm.generate(requests, params, use_tqdm=False)
+        results = self.llm.generate(requests, params, use_tqdm=False, lora_request=lora)
         return [completion_from_output(p, r.outputs[0]) for p, r in zip(prompts, results, strict=True)]
 
-    def score(self, ids: list[int]) -> list[float]:
-        """The engine's logprob of each of ``ids[1:]`` given the ids before it (vLLM's prompt logprobs)."""
+    def lora_requests(self, names: list[str | None]) -> list[Any] | None:
+        """Each row's ``LoRARequest`` (``None`` for an engine without adapters); a row naming an adapter the
+        engine does not serve, or, under adapters, naming none, is an error."""
+        if self.adapters is None:
+            if any(name is not None for name in names):
+                raise ValueError(
+                    "a row names a LoRA adapter, and this vLLM engine was built without adapters"
+                )
+            return None
+        unknown = sorted({str(name) for name in names if name not in self.requests})
+        if unknown:
+            raise ValueError(
+                f"rows name adapters {unknown} the vLLM engine does not serve (it serves "
+                f"{sorted(self.requests)}); under adapters every row needs one: vLLM's CPU build decodes a row "
+                "without an adapter through the adapter in its last slot"
+            )
+        return [self.requests[name] for name in names]
+
+    def load_adapters(self, folders: Mapping[str, Path]) -> None:
+        """Serve each named adapter from its PEFT folder under a fresh request id (vLLM caches an adapter by its
+        id, so a reused id would keep the old weights) and remove the request it replaces from the engine."""
+        from vllm.lora.request import LoRARequest
+
+        for name, folder in folders.items():
+            replaced = self.requests.get(name)
+            request_id = next(self._request_ids)
+            self.requests[name] = LoRARequest(f"{name}-{request_id}", request_id, str(folder))
+            if replaced is not None:
+                self.llm.llm_engine.remove_lora(replaced.lora_int_id)
+
+    def score(self, ids: list[int], adapter: str | None = None) -> list[float]:
+        """The engine's logprob of each of ``ids[1:]`` given the ids before it (vLLM's prompt logprobs), through
+        ``adapter`` when named."""
         from vllm import SamplingParams
 
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        lora = self.lora_requests([adapter])
         self._same_threads()
-        [result] = self.llm.generate([{"prompt_token_ids": list(ids)}], params, use_tqdm=False)
+        [result] = self.llm.generate(
+            [{"prompt_token_ids": list(ids)}], params, use_tqdm=False, lora_request=lora
+        )
         return [
             position[token].logprob
             for token, position in zip(ids[1:], result.prompt_logprobs[1:], strict=True)

@@ -90,6 +90,8 @@ class Trainer:
             seed=config.seed * 1_009 + self.dist.rank,
             steps=config.steps,
             own_rollout=own_rollout,
+            lora=config.model.lora,
+            scratch=self.run_dir / "scratch" / f"rank{self.dist.rank}" / "vllm-adapters",
         )
         check_heldout(self.task, config.eval.every)
         self.roles = list(self.rollout.system.roles)

@@ -92,11 +92,6 @@ class SystemSpec:
         own = {k: v for k, v in options.items() if k not in tools}
         return SystemSetup(self, check_options(self.name, self.run, own), tools)
 
-    def split_options(self, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``setup``'s checked (system options, tool settings), for a caller that keeps them apart (the trainer)."""
-        setup = self.setup(options)
-        return setup.options, setup.tool_settings
-
 
 @dataclass(frozen=True)
 class SystemSetup:

@@ -23,7 +23,7 @@ from typing import Any
 
 from import_graph import CONTRACTS, FOLDERS, _place
 
-COUNTED = ("get_system", "get_benchmark", "setup", "split_options", "check_names")
+COUNTED = ("get_system", "get_benchmark", "setup", "check_names")
 """Functions whose calls on the path are counted by name."""
 
 

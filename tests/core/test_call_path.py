@@ -30,14 +30,14 @@ def test_the_task_path_finds_its_spec_without_a_look_up_and_its_system_once():
     found = trace_task_creation()
     assert found.calls["get_benchmark"] == 0
     assert found.calls["get_system"] == 1
-    assert found.calls["setup"] == 1 and found.calls["check_names"] == 1 and found.calls["split_options"] == 0
+    assert found.calls["setup"] == 1 and found.calls["check_names"] == 1
 
 
 def test_a_system_with_options_and_tools_is_looked_up_and_checked_once(matpo_arguments):
     found = trace_task_creation("bamboogle", **matpo_arguments)
     assert found.calls["get_benchmark"] == 0
     assert found.calls["get_system"] == 1
-    assert found.calls["setup"] == 1 and found.calls["check_names"] == 1 and found.calls["split_options"] == 0
+    assert found.calls["setup"] == 1 and found.calls["check_names"] == 1
 
 
 def test_the_task_path_climbs_a_floor_only_in_callbacks(matpo_arguments):

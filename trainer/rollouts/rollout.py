@@ -233,12 +233,12 @@ class Rollout:
         )
         task = training_task(task_config)
         system = get_system(task_config.system)
-        system_options, tool_settings = system.split_options(task_config.system_options)
+        setup = system.setup(task_config.system_options)
         return cls(
             task=task,
             system=system,
-            system_options=system_options,
-            toolbox=task_toolbox(task, system, tool_settings),
+            system_options=setup.options,
+            toolbox=task_toolbox(task, system, setup.tool_settings),
             chat=routed(
                 policy_chat(settings, models.policy, models.tokenizer, vllm, models.adapters),
                 settings,

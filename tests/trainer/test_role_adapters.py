@@ -189,6 +189,37 @@ def test_the_cold_start_trains_each_adapter_at_warmup_lr_scaled_as_its_role_lr(t
         assert {id(p) for p in group["params"]} == {id(p) for p in adapter_parameters(policy, name)}
 
 
+def test_an_adapter_whose_role_had_no_row_stays_put_despite_its_optimizer_state(tmp_path, monkeypatch):
+    """A step where one trained role had no row leaves its adapter as it was (AdamW's momentum and weight decay
+    from earlier steps would otherwise move it), and reports no update for it."""
+    from mara_bench.trainer.learner.adapters import adapter_parameters
+    from mara_bench.trainer.run.engine import Trainer
+
+    monkeypatch.chdir(tmp_path)
+    trainer = Trainer(from_dict(TrainConfig, VC_RECIPE, "test"), tmp_path / "run")
+    policy, updater = trainer.policy, trainer.updater
+    trained = {name: adapter_parameters(policy, name) for name in ("solver", "corrector")}
+
+    def step(with_rows: tuple[str, ...]) -> dict[str, str]:
+        generator = torch.Generator().manual_seed(len(with_rows))
+        for name, weights in trained.items():
+            for p in weights:  # the mixed-adapter forward gives a role without rows zero gradients
+                p.grad = (
+                    torch.randn(p.shape, generator=generator) if name in with_rows else torch.zeros_like(p)
+                )
+        updater.adapter_updates = {}
+        assert updater._optimizer_step(True, 0) is not None
+        return {name: adapter_sha256(policy, name) for name in trained}
+
+    before = {name: adapter_sha256(policy, name) for name in trained}
+    moved = step(("solver", "corrector"))  # both build up AdamW state
+    assert all(moved[name] != before[name] for name in trained)
+    idle = step(("solver",))
+    assert idle["solver"] != moved["solver"]
+    assert idle["corrector"] == moved["corrector"]
+    assert updater.adapter_updates["corrector"] == 0.0 and updater.adapter_updates["solver"] > 0
+
+
 @pytest.mark.slow
 def test_each_role_trains_its_own_adapter_over_the_frozen_base_and_exports_it(tmp_path, monkeypatch):
     from mara_bench.trainer.run.engine import Trainer

@@ -337,6 +337,7 @@ class PolicyUpdate:
             logger.warning("step %d: non-finite loss; step skipped", step)
             return None
         self.dist.sum_gradients(parameters)
+        self._drop_idle_adapters()
         grad_norm = self._clip()
         if isinstance(grad_norm, DTensor):
             grad_norm = grad_norm.full_tensor()
@@ -355,6 +356,14 @@ class PolicyUpdate:
             self.adapter_updates[name] = self.adapter_updates.get(name, 0.0) + moved**0.5
         self.optimizer.zero_grad(set_to_none=True)
         return float(grad_norm)
+
+    def _drop_idle_adapters(self) -> None:
+        """Under per-role adapters, drop the gradients of an adapter whose role had no row in this step (all zero
+        after the ranks' sum): AdamW then leaves it as it is, where its momentum and weight decay would move it."""
+        for weights in self._groups.values():
+            if all(p.grad is None or not p.grad.any() for p in weights):
+                for p in weights:
+                    p.grad = None
 
     def _clip(self) -> Tensor:
         """Clip the gradients to ``optim.grad_clip`` -- their global norm, or under per-role adapters each

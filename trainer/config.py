@@ -47,7 +47,7 @@ ParityAction = Literal["auto", "warn", "fail", "off"]
 TinyArch = Literal["qwen2", "llama"]
 Backend = Literal["auto", "hf", "vllm"]
 Scheduler = Literal["continuous", "static"]
-Batching = Literal["bucket", "pack"]
+Batching = Literal["shared-prefix", "bucket", "pack"]
 Parallel = Literal["replicate", "fsdp"]
 
 ROLLOUT_SCHEDULERS = typing.get_args(Scheduler)
@@ -163,8 +163,10 @@ class OptimConfig:
     """Linear warm-up steps, then constant."""
     token_budget: StrictInt = Field(default=4096, ge=1)
     """Most token positions (padding included) one micro-batch computes."""
-    batching: Batching = "bucket"
-    """Micro-batch layout: ``bucket`` (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
+    batching: Batching = "shared-prefix"
+    """Micro-batch layout: ``shared-prefix`` (rows of one role and prompt compute it once, the others as
+    ``bucket``; ``bucket`` where it cannot apply: ``mara_bench.trainer.learner.shared_prefix``), ``bucket``
+    (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
     max_padding: StrictFloat = Field(default=0.1, ge=0, le=1)
     """Bucket layout: most padding share of any micro-batch."""
     offload_optimizer: StrictBool = False

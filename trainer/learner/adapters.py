@@ -154,6 +154,10 @@ class BaseWeights(torch.nn.Module):
     def get_output_embeddings(self) -> torch.nn.Module:
         return self.policy.get_output_embeddings()
 
+    def get_base_model(self) -> torch.nn.Module:
+        """The policy's base model (whose forward names the KV-cache keyword)."""
+        return self.policy.get_base_model()
+
 
 def base_sha256(model: Any) -> str:
     """sha256 over the base weights (names and bytes, in name order) of a peft model without its adapters, or of

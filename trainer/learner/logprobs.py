@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from mara_bench.trainer.learner.adapters import routed
+from mara_bench.trainer.learner.shared_prefix import model_inputs
 
 CHUNK_BYTES = 64 * 2**20
 """fp32 bytes of one chunk's ``(C, V)`` logits (64 MiB: about 110 rows at a 150k vocabulary, 512 at 32k); the
@@ -235,6 +236,7 @@ def response_scores(
     ``batch.score_index`` and gives the head an empty input, and a hook on the head's output replaces it with
     ``score_hidden``'s result (so the scores are computed inside the model's forward and are its output, as
     FSDP needs: the head's parameters are gathered there, and the backward pass enters through the output).
+    A ``shared-prefix`` batch's prefix forward runs first, before the hooks (its head computes one position).
     """
     softcap = head_softcap(model)
     head = model.get_output_embeddings()
@@ -257,15 +259,11 @@ def response_scores(
         )
         return torch.stack([scores.logprobs, *([scores.entropy] if with_entropy else [])], dim=-1)[None]
 
-    device = next(model.parameters()).device
+    inputs = model_inputs(model, batch.input_ids, batch.position_ids, batch.prefix)  # before the hooks
     hooks = [head.register_forward_pre_hook(take_hidden), head.register_forward_hook(score)]
     try:
         with _model_softcap_off(model, softcap), routed(model, batch.roles, len(batch.input_ids)):
-            packed = model(
-                input_ids=batch.input_ids.to(device),
-                position_ids=batch.position_ids.to(device),
-                use_cache=False,
-            ).logits
+            packed = model(**inputs).logits
     finally:
         for hook in hooks:
             hook.remove()

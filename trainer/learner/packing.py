@@ -1,8 +1,8 @@
 """Token-budget micro-batching with little or no padding, and the forward pass that scores response tokens.
 
-Two layouts, chosen by ``optim.batching``:
+Three layouts, chosen by ``optim.batching``:
 
-* ``bucket`` (default; fastest without a variable-length attention kernel, i.e. on CPU): rows sorted by length
+* ``bucket`` (fastest without a variable-length attention kernel, i.e. on CPU): rows sorted by length
   and cut into micro-batches whose padded size (rows x longest row) stays within ``token_budget`` and whose
   padding is at most ``max_padding`` of its token slots (a row joins while both hold: few, full micro-batches,
   as each costs a forward and a backward pass). Rows are right-padded and passed without an attention mask:
@@ -13,9 +13,11 @@ Two layouts, chosen by ``optim.batching``:
   sequence with ``position_ids`` restarting at 0 per row and no attention mask -- transformers turns that into
   a block-diagonal causal mask (a varlen kernel with flash-attention), so no padding is computed at all. With
   a dense attention kernel the mask costs quadratic time in the packed length, hence not the CPU default.
+* ``shared-prefix`` (the default): rows of one role and prompt (a GRPO group) compute their prompt once, then
+  their suffixes on its KV cache (``mara_bench.trainer.learner.shared_prefix``); the other rows as ``bucket``.
 
 Scores come back flat, one per response token, row after row (``split(batch.response_lengths)`` per row);
-in both layouts they equal the scores of each row run alone.
+in every layout they equal the scores of each row run alone.
 """
 
 from __future__ import annotations
@@ -30,8 +32,15 @@ from torch import Tensor
 from mara_bench.core.samples import Sample
 from mara_bench.harness.binpack import first_fit_decreasing
 from mara_bench.trainer.learner.adapters import routed
+from mara_bench.trainer.learner.shared_prefix import (
+    SharedPrefix,
+    lay_out_groups,
+    model_inputs,
+    plan_groups,
+    shared_groups,
+)
 
-LAYOUTS = ("bucket", "pack")
+LAYOUTS = ("bucket", "pack", "shared-prefix")
 
 
 def plan_packs(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
@@ -63,9 +72,9 @@ class MicroBatch:
     rows: list[int]
     """Indices of the samples in the batch they came from."""
     input_ids: Tensor
-    """``(R, W)`` token ids: R padded rows, or R = 1 packed sequence."""
+    """``(R, W)`` token ids: R padded rows, or R = 1 packed sequence (``shared-prefix``: the rows' suffixes)."""
     position_ids: Tensor
-    """``(R, W)`` positions, restarting at 0 at every sample."""
+    """``(R, W)`` positions, restarting at 0 at every sample (``shared-prefix``: continuing after its prefix)."""
     score_index: Tensor
     """``(N,)`` flat indices into the ``R * W`` positions whose logits predict a response token, row by row."""
     targets: Tensor
@@ -77,20 +86,24 @@ class MicroBatch:
     roles: list[str] = dataclasses.field(default_factory=list)
     """The role of each sample, in ``rows`` order (a policy with per-role adapters routes each row through its
     role's: ``mara_bench.trainer.learner.adapters.routed``)."""
+    prefix: SharedPrefix | None = None
+    """``shared-prefix``: the prefixes the rows continue, computed first; else ``None``."""
 
     @property
     def slots(self) -> int:
         """Token positions the model computes (real tokens + padding)."""
-        return self.input_ids.numel()
+        return self.input_ids.numel() + (self.prefix.slots if self.prefix is not None else 0)
+
+
+def _check_trainable(samples: Sequence[Sample], rows: list[int]) -> None:
+    for row in rows:
+        if not samples[row].prompt_ids or not samples[row].response_ids:
+            raise ValueError(f"sample {row} needs a non-empty prompt and response to be trained on")
 
 
 def lay_out(samples: Sequence[Sample], rows: list[int], layout: str) -> MicroBatch:
     """``samples[rows]`` as one micro-batch in ``layout`` (``bucket`` or ``pack``)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown micro-batch layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
-    for row in rows:
-        if not samples[row].prompt_ids or not samples[row].response_ids:
-            raise ValueError(f"sample {row} needs a non-empty prompt and response to be trained on")
+    _check_trainable(samples, rows)
     sequences = [samples[row].input_ids for row in rows]
     prompts = [len(samples[row].prompt_ids) for row in rows]
     responses = [len(samples[row].response_ids) for row in rows]
@@ -120,6 +133,26 @@ def lay_out(samples: Sequence[Sample], rows: list[int], layout: str) -> MicroBat
     )
 
 
+def lay_out_shared(samples: Sequence[Sample], groups: list[list[int]]) -> MicroBatch:
+    """``groups`` (rows of one role and prompt each) as one ``shared-prefix`` micro-batch."""
+    rows = [row for group in groups for row in group]
+    _check_trainable(samples, rows)
+    ids, positions, prefix = lay_out_groups(samples, groups)
+    width = ids.shape[1]
+    responses = [len(samples[row].response_ids) for row in rows]
+    return MicroBatch(
+        rows=rows,
+        input_ids=ids,
+        position_ids=positions,
+        score_index=torch.tensor([i * width + j for i, r in enumerate(responses) for j in range(r)]),
+        targets=torch.tensor([t for row in rows for t in samples[row].response_ids]),
+        response_lengths=responses,
+        real_tokens=sum(len(samples[g[0]].prompt_ids) - 1 for g in groups) + sum(r + 1 for r in responses),
+        roles=[samples[row].role for row in rows],
+        prefix=prefix,
+    )
+
+
 def micro_batches(
     samples: Sequence[Sample], token_budget: int, layout: str = "bucket", max_padding: float = 0.1
 ) -> list[MicroBatch]:
@@ -128,13 +161,21 @@ def micro_batches(
         raise ValueError(f"optim.token_budget must be a positive number of tokens, got {token_budget}")
     if not 0 <= max_padding < 1:
         raise ValueError(f"optim.max_padding must be in [0, 1), got {max_padding}")
-    lengths = [len(s.input_ids) for s in samples]
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown micro-batch layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+    shared: list[MicroBatch] = []
+    rows = list(range(len(samples)))
+    if layout == "shared-prefix":
+        groups, rows = shared_groups(samples)
+        shared = [lay_out_shared(samples, plan) for plan in plan_groups(samples, groups, token_budget)]
+    lengths = [len(samples[row].input_ids) for row in rows]
     plans = (
         plan_packs(lengths, token_budget)
         if layout == "pack"
         else plan_buckets(lengths, token_budget, max_padding)
     )
-    return [lay_out(samples, plan, layout) for plan in plans]
+    padded = "pack" if layout == "pack" else "bucket"
+    return shared + [lay_out(samples, [rows[i] for i in plan], padded) for plan in plans]
 
 
 def padding_share(batches: Sequence[MicroBatch]) -> float:
@@ -144,11 +185,9 @@ def padding_share(batches: Sequence[MicroBatch]) -> float:
 
 
 def _forward(model, batch: MicroBatch):
-    device = next(model.parameters()).device
+    inputs = model_inputs(model, batch.input_ids, batch.position_ids, batch.prefix)
     with routed(model, batch.roles, len(batch.input_ids)):
-        return model(
-            input_ids=batch.input_ids.to(device), position_ids=batch.position_ids.to(device), use_cache=False
-        )
+        return model(**inputs)
 
 
 def response_logits(model, batch: MicroBatch, temperature: float = 1.0) -> Tensor:

@@ -34,6 +34,7 @@ from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
 from mara_bench.trainer.learner.offload import optimizer_on_device
 from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
+from mara_bench.trainer.learner.shared_prefix import fallback_reason
 from mara_bench.trainer.methods import Method
 
 logger = logging.getLogger(__name__)
@@ -159,6 +160,14 @@ class PolicyUpdate:
         )
         self.last_entropy: float | None = None
         """The policy entropy of the previous update (token mean), read by dynamic masking."""
+        self.batching = optim.batching
+        """The micro-batch layout: ``optim.batching``, or ``bucket`` where ``shared-prefix`` cannot apply."""
+        reason = None
+        if optim.batching == "shared-prefix":
+            reason = fallback_reason(policy, critic=critic, sharded=dist.sharded)
+        if reason is not None:
+            logger.info("optim.batching: shared-prefix lays rows out as bucket: %s", reason)
+            self.batching = "bucket"
 
     @torch.no_grad()
     def _score_tokens(self, model: torch.nn.Module, batches: list[MicroBatch]) -> list[Tensor]:
@@ -182,7 +191,7 @@ class PolicyUpdate:
         (older) sampling policy's own and are the importance ratios' denominators (pipelined rollouts)."""
         optim, algo = self.optim, self.algorithm
         parts = mini_batch_count(self.rollout.prompts_per_step, algo.ppo_mini_batch_size)
-        layout = mini_batch_layout(samples, parts, optim.token_budget, optim.batching, optim.max_padding)
+        layout = mini_batch_layout(samples, parts, optim.token_budget, self.batching, optim.max_padding)
         batches = [batch for part in layout for batch in part]
         data = self._rows(samples, batches, behaviour, several_steps=algo.ppo_epochs > 1 or parts > 1)
         counts = self._counts(data.masks)

@@ -40,6 +40,7 @@ from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.packing import micro_batches
+from mara_bench.trainer.learner.shared_prefix import fallback_reason
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +67,10 @@ def token_gaps(policy: torch.nn.Module, samples: Sequence[Sample], optim: OptimC
     gaps = [torch.empty(0) for _ in samples]
     if not scored:
         return gaps
-    batches = micro_batches(
-        [samples[i] for i in scored], optim.token_budget, optim.batching, optim.max_padding
-    )
+    layout = optim.batching
+    if layout == "shared-prefix" and fallback_reason(policy) is not None:
+        layout = "bucket"
+    batches = micro_batches([samples[i] for i in scored], optim.token_budget, layout, optim.max_padding)
     with torch.no_grad():
         for batch in batches:
             flat = response_scores(policy, batch, 1.0).logprobs.float().cpu()

@@ -9,10 +9,19 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from mara_bench.core.samples import Sample
+from mara_bench.trainer.config import (
+    AlgorithmConfig,
+    ModelConfig,
+    OptimConfig,
+    RolloutConfig,
+    TaskConfig,
+    TrainConfig,
+)
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.models import enable_activation_checkpointing
 from mara_bench.trainer.learner.packing import micro_batches
 from mara_bench.trainer.learner.shared_prefix import MIN_SAVED_TOKENS, fallback_reason, shared_groups
+from mara_bench.trainer.run.engine import Trainer
 
 TEMPERATURE = 0.9
 
@@ -130,3 +139,44 @@ def test_the_update_falls_back_to_bucket_where_prefixes_cannot_be_shared(model):
     assert "FSDP" in fallback_reason(model, sharded=True)
     enable_activation_checkpointing(model)
     assert "checkpointing" in fallback_reason(model)
+
+
+def _update(tiny_model_dir, tmp_path, batching: str, **algorithm):
+    """The trainer's update (a KL reference, two PPO epochs: old and reference logprobs scored in the layout too)
+    on 3 groups of 3 rows sharing 40-token prompts; its metrics, gradients and layout."""
+    config = TrainConfig(
+        model=ModelConfig(path=str(tiny_model_dir)),
+        task=TaskConfig(args={"n_prompts": 8, "total": 7}),
+        rollout=RolloutConfig(prompts_per_step=3, group_size=3, max_tokens=8),
+        algorithm=AlgorithmConfig(**{"kl_coef": 0.1, "ppo_epochs": 2, **algorithm}),
+        optim=OptimConfig(grad_clip=100.0, batching=batching),
+    )
+    trainer = Trainer(config, tmp_path / batching)
+    samples = _groups([(40, [3, 8, 5], ""), (41, [2, 6, 7], ""), (40, [4, 1, 8], "")])
+    for row, sample in enumerate(samples):
+        sample.group_key, sample.reward, sample.role = f"q{row // 3}", float(row % 3 == 1), "solver"
+    grads: dict[str, torch.Tensor] = {}
+
+    def record(optimizer, args, kwargs):
+        if not grads:  # the first optimizer step's
+            grads.update({name: p.grad.clone() for name, p in trainer.policy.named_parameters()})
+
+    hook = trainer.updater.optimizer.register_step_pre_hook(record)
+    metrics = trainer.updater(samples, trainer.step)
+    hook.remove()
+    return metrics, grads, trainer.updater.batching
+
+
+def test_the_update_trains_as_bucket_does_with_fewer_positions(tiny_model_dir, tmp_path):
+    shared, grads, layout = _update(tiny_model_dir, tmp_path, "shared-prefix")
+    bucket, expected, _ = _update(tiny_model_dir, tmp_path, "bucket")
+    assert layout == "shared-prefix" and shared["micro_batches"] == 1.0
+    for name in ("loss", "entropy", "kl", "approx_kl", "grad_norm"):
+        assert shared[name] == pytest.approx(bucket[name], rel=1e-5, abs=1e-7), name
+    for name, grad in expected.items():
+        torch.testing.assert_close(grads[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_the_update_lays_rows_out_as_bucket_with_a_critic(tiny_model_dir, tmp_path):
+    _, _, layout = _update(tiny_model_dir, tmp_path, "shared-prefix", advantage="gae")
+    assert layout == "bucket"

@@ -1,6 +1,6 @@
 """Held-out splits and their evaluation (issue 29): the toy generators' training and held-out questions share no
 country, capital or sum; every learning recipe names both and meets a fresh country at every question; the
-Verifier probe's recall / false alarms / precision are a hand count; a real ``mara train`` run logs ``heldout/...``.
+Verifier probe's recall / false alarms / precision and the Corrector probe's fix rate are hand counts; a real ``mara train`` run logs ``heldout/...``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mara_bench.core.episodes import Reply
 from mara_bench.trainer.config import load_config
 from mara_bench.trainer.rollouts.rollout import training_task
 from mara_bench.trainer.rollouts.scoring import ratio_metrics
-from mara_bench.trainer.run.heldout import verifier_probe
+from mara_bench.trainer.run.heldout import corrector_probe, verifier_probe
 from mara_bench.trainer.run.metrics import read_metrics
 from mara_bench.trainer.tasks.lookup import CAPITALS, lookup_task
 from mara_bench.trainer.tasks.toy import addition_task
@@ -124,6 +124,41 @@ def test_the_verifier_probe_counts_what_a_hand_count_gives():
     assert metrics["heldout/verifier_false_alarm_rate/sum_9"] == 0.0
 
 
+CORRECTOR_SEEN: list[list] = []
+
+
+async def fixes_by_sum(role: str, messages: list, **sampling) -> Reply:
+    """A scripted Corrector: writes the sum on a sum-5 question, a wrong sum on sum 9, nothing boxed on sum 12."""
+    assert role == "corrector", role  # the probe scripts the Solver and the Verifier
+    CORRECTOR_SEEN.append(messages)
+    total = sum(map(int, QUESTION.search(messages[0]["content"]).groups()))
+    return Reply(text={5: "\\boxed{5}", 9: "\\boxed{10}"}.get(total, "I would rather not."))
+
+
+@pytest.mark.parametrize("worked", [False, True])
+def test_the_corrector_probe_counts_what_a_hand_count_gives(worked):
+    items = [
+        {"id": f"h{t}", "question": f"What is {t - 2} + 2? Answer with the number only.", "answer": str(t)}
+        for t in (5, 9, 12)
+    ]
+    run = SimpleNamespace(
+        settings=SimpleNamespace(samples=2),
+        seed=0,
+        rollout=SimpleNamespace(chat=fixes_by_sum, system_options={"prompts": "compact"}),
+    )
+    CORRECTOR_SEEN.clear()
+    ratios = asyncio.run(corrector_probe(run, items, worked))
+    metrics = ratio_metrics(SimpleNamespace(sum=list), ratios)
+    assert metrics["heldout/corrector_fix_rate"] == 2 / 6  # sum 5, twice
+    assert metrics["heldout/corrector_answer_given"] == 4 / 6  # sums 5 and 9
+    assert len(CORRECTOR_SEEN) == 6
+    for messages in CORRECTOR_SEEN:  # it revises the wrong solution after a report flagging it
+        solution = messages[1]["content"]
+        total = sum(map(int, QUESTION.search(messages[0]["content"]).groups()))
+        assert messages[1]["role"] == "assistant" and solution != f"\\boxed{{{total}}}"
+        assert ("ends in" in messages[-1]["content"]) is worked
+
+
 VERIFIER_RUN = """\
 model: {{path: {model}}}
 task:
@@ -154,6 +189,7 @@ def test_a_real_mara_train_run_logs_heldout_metrics_and_scripts_the_solver(tiny_
         for name in ("recall", "false_alarm_rate", "precision", "no_verdict"):
             assert 0.0 <= record.get(f"heldout/verifier_{name}", 0.0) <= 1.0
         assert "heldout/verifier_recall" in record and "heldout/verifier_recall/sum_9" in record
+        assert 0.0 <= record["heldout/corrector_fix_rate"] <= record["heldout/corrector_answer_given"] <= 1.0
     assert "reward_mean" in records[0] and "reward_mean" not in records[-1]
     question = json.loads((run / "rollouts" / "step_0.jsonl").read_text().splitlines()[0])
     solvers = [c for c in question["episodes"][0]["calls"] if c["role"] == "solver"]

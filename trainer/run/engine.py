@@ -118,7 +118,13 @@ class Trainer:
         self.demos = Demos(self.rollout, self.method, self.tokenizer, config.warmup)
         """The cold start's demonstrations."""
         self.evaluation = Evaluation(
-            config.eval, config.seed, self.dist, self.rollout, self.method, self.policy
+            config.eval,
+            config.seed,
+            self.dist,
+            self.rollout,
+            self.method,
+            self.policy,
+            worked_reports=config.warmup.demo_work,
         )
         """The held-out evaluation of the policy."""
         self.step = 0

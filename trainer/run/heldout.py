@@ -15,7 +15,11 @@ questions no training step sees), scored by the same judges and reward code as t
   ``eval.samples`` times by the policy through the system's own ``ask_verifier``: ``heldout/verifier_recall``
   (wrong solutions flagged), ``heldout/verifier_false_alarm_rate`` (right ones flagged),
   ``heldout/verifier_precision`` (flags on wrong ones) and ``heldout/verifier_no_verdict`` (reports without a
-  parsable verdict, counted as no flag), overall and per sum (``heldout/verifier_recall/sum_12``).
+  parsable verdict, counted as no flag), overall and per sum (``heldout/verifier_recall/sum_12``); and a probe of
+  the Corrector -- per held-out question the wrong solution, a report flagging it (the demonstrations' Verifier
+  at full skill, worked when ``warmup.demo_work``) and ``eval.samples`` revisions by the policy through the
+  system's own ``ask_corrector``: ``heldout/corrector_fix_rate`` (revisions whose answer is the sum) and
+  ``heldout/corrector_answer_given`` (revisions with an answer the ``math`` judge reads, right or wrong).
 
 Each run draws from a seed fixed by (run seed, question, sample): every evaluation of a run asks the same draws of
 a changing policy. The random generators' states are restored afterwards, so a run trains exactly as it would
@@ -40,10 +44,20 @@ from mara_bench.harness.prompts.sets import PROMPTS_OPTION
 from mara_bench.harness.systems import run_system
 from mara_bench.harness.systems.outcomes import VerifierOutcome
 from mara_bench.harness.systems.parsing import strip_thinking
-from mara_bench.harness.systems.vc import DEFAULT_PROMPTS, SOLVER, ask_solver, ask_verifier
+from mara_bench.harness.systems.vc import (
+    DEFAULT_PROMPTS,
+    SOLVER,
+    VERIFIER,
+    ask_corrector,
+    ask_solver,
+    ask_verifier,
+    solution_text,
+)
 from mara_bench.judges.lexical import score
+from mara_bench.judges.math import extract_answer
 from mara_bench.trainer.algorithms.rewards import gold_text
 from mara_bench.trainer.config import ConfigError, EvalConfig
+from mara_bench.trainer.demos.vc import last_digit_check, verdict
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.methods.base import Method, Ratio
@@ -68,6 +82,8 @@ class Evaluation:
     rollout: Rollout
     method: Method
     policy: torch.nn.Module
+    worked_reports: bool = False
+    """The Corrector probe's report shows its check (``warmup.demo_work``: the form the Corrector trained after)."""
 
     @property
     def task(self) -> Any:
@@ -130,6 +146,18 @@ class ScriptedSolution:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.policy, name)
+
+
+@dataclass
+class ScriptedReport(ScriptedSolution):
+    """A ``ScriptedSolution`` whose Verifier writes ``report`` as well: only the Corrector is the ``policy``'s."""
+
+    report: str = ""
+
+    async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> Reply:
+        if role == VERIFIER:
+            return Reply(text=self.report, model="heldout-probe")
+        return await super().__call__(role, messages, **sampling)
 
 
 def probe_solutions(item: dict[str, Any]) -> dict[bool, str]:
@@ -199,6 +227,55 @@ async def verifier_probe(
     return verifier_ratios([item for item, _, _ in runs], list(episodes), sums)
 
 
+def flagging_report(item: dict[str, Any], solution: str, worked: bool) -> str:
+    """The report the Corrector probe revises after: the demonstrations' Verifier at full skill on ``solution``
+    (``worked``: showing its last-digit check), which flags the probe's wrong solution."""
+    judged, answer = extract_answer(solution), gold_text(item["answer"])
+    if worked:
+        return last_digit_check(item["question"], judged, 1.0, random.Random(0))
+    return verdict(judged, answer, 1.0, random.Random(0))
+
+
+async def revised(item: dict[str, Any], chat: Chat, prompts: str, worked: bool, seed: int) -> Episode:
+    """One Corrector call of the policy revising the item's wrong probe solution after a report flagging it."""
+    bind_episode_seed(seed)
+    solution = probe_solutions(item)[False]
+    script = ScriptedReport(chat, solution, flagging_report(item, solution, worked))
+    recorder = EpisodeRecorder("vc", item["question"], script)
+    report = await ask_verifier(recorder, await ask_solver(recorder), 0, prompts=prompts)
+    await ask_corrector(recorder, report, 1, prompts=prompts)
+    return recorder.episode
+
+
+def corrector_ratios(items: list[dict[str, Any]], episodes: list[Episode]) -> dict[str, Ratio]:
+    """Fix rate and answer-given share of the probe's Corrector calls (each episode: solution, report, revision)."""
+    fixed = given = 0
+    for item, episode in zip(items, episodes, strict=True):
+        revision = episode.calls[-1]
+        fixed += solution_is_correct(revision, gold_text(item["answer"]))
+        given += extract_answer(solution_text(revision)) is not None
+    return {
+        f"{PREFIX}corrector_fix_rate": (fixed, len(items)),
+        f"{PREFIX}corrector_answer_given": (given, len(items)),
+    }
+
+
+async def corrector_probe(
+    run: Evaluation, items: list[dict[str, Any]], worked: bool = False, *, show: bool = False
+) -> dict[str, Ratio]:
+    """The Corrector probe's ratios over ``items`` (see the module docstring)."""
+    prompts = run.rollout.system_options.get(PROMPTS_OPTION, DEFAULT_PROMPTS)
+    runs = [
+        (item, episode_seed(run.seed, item, 2 * run.settings.samples + sample))
+        for item in items
+        for sample in range(run.settings.samples)
+    ]
+    episodes = await gathered(
+        [revised(item, run.rollout.chat, prompts, worked, s) for item, s in runs], "held-out", show=show
+    )
+    return corrector_ratios([item for item, _ in runs], list(episodes))
+
+
 def last_reply(episode: Episode, role: str) -> str | None:
     """The text of the episode's last call of ``role`` (its thinking stripped); ``None`` when it made none."""
     calls = episode.calls_by_role(role)
@@ -263,6 +340,7 @@ def heldout_metrics(run: Evaluation) -> dict[str, float]:
         run.rollout.sync(run.policy)
         if run.rollout.system.name == "vc":
             ratios = asyncio.run(verifier_probe(run, items, show=run.dist.is_main))
+            ratios |= asyncio.run(corrector_probe(run, items, run.worked_reports, show=run.dist.is_main))
         else:
             ratios = system_ratios(run, items, asyncio.run(system_runs(run, items, show=run.dist.is_main)))
     return ratio_metrics(run.dist, ratios)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from safetensors.torch import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,10 @@ def test_torchrun_two_gloo_ranks_replicate_and_fsdp_train_identical_weights(tmp_
     weights = {}
     for parallel in ("replicate", "fsdp"):
         recipe = tmp_path / f"grpo-toy-{parallel}.yaml"
-        recipe.write_text(f"{RECIPE.read_text()}parallel: {parallel}\n")
+        settings = yaml.safe_load(RECIPE.read_text())
+        # FSDP lays rows out as bucket (shared-prefix, the default, falls back there): both runs do, bit for bit
+        settings["parallel"], settings["optim"]["batching"] = parallel, "bucket"
+        recipe.write_text(yaml.safe_dump(settings))
         weights[parallel] = torchrun_train(recipe, tmp_path / parallel)
     base = load_file(tmp_path / "replicate" / "base-model" / "model.safetensors")
     replicate, fsdp = weights["replicate"], weights["fsdp"]

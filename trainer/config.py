@@ -168,7 +168,7 @@ class OptimConfig:
     ``bucket``; ``bucket`` where it cannot apply: ``mara_bench.trainer.learner.shared_prefix``), ``bucket``
     (length-sorted rows, bounded padding) or ``pack`` (one packed sequence)."""
     max_padding: StrictFloat = Field(default=0.1, ge=0, le=1)
-    """Bucket layout: most padding share of any micro-batch."""
+    """Bucket layout (and ``shared-prefix``'s rows outside groups): most padding share of any micro-batch."""
     offload_optimizer: StrictBool = False
     """Keep AdamW's moments in CPU memory between optimizer steps, moving them to the parameters' device only
     for the step (verl's ``optimizer_offload``; ``mara_bench.trainer.learner.offload``): frees two parameter-sized

@@ -60,15 +60,18 @@ def metric_key(role: str, stat: str) -> str:
     return f"{PREFIX}_{stat}" if role == ALL else f"role/{role}/{PREFIX}_{stat}"
 
 
-def token_gaps(policy: torch.nn.Module, samples: Sequence[Sample], optim: OptimConfig) -> list[torch.Tensor]:
+def token_gaps(
+    policy: torch.nn.Module, samples: Sequence[Sample], optim: OptimConfig, *, sharded: bool = False
+) -> list[torch.Tensor]:
     """Per sample, |engine logprob - trainer logprob| of each generated token whose engine logprob is known
-    (an empty tensor for a sample without engine logprobs)."""
+    (an empty tensor for a sample without engine logprobs), scored in ``optim.batching``'s layout (``bucket``
+    where ``shared-prefix`` cannot apply; ``sharded``: the policy is FSDP-sharded)."""
     scored = [i for i, s in enumerate(samples) if s.rollout_logprobs is not None]
     gaps = [torch.empty(0) for _ in samples]
     if not scored:
         return gaps
     layout = optim.batching
-    if layout == "shared-prefix" and fallback_reason(policy) is not None:
+    if layout == "shared-prefix" and fallback_reason(policy, sharded=sharded) is not None:
         layout = "bucket"
     batches = micro_batches([samples[i] for i in scored], optim.token_budget, layout, optim.max_padding)
     with torch.no_grad():
@@ -194,7 +197,7 @@ def measure(
         return {}
     chosen = [samples[i] for i in measured_rows(len(samples), rollout.parity_share)]
     with dist.gathered(policy):
-        gaps = token_gaps(policy, chosen, optim)
+        gaps = token_gaps(policy, chosen, optim, sharded=dist.sharded)
     rows, total = dist.sum([float(len(chosen)), float(len(samples))])
     metrics = {**synced, **parity_metrics(gaps, chosen, roles, rollout.parity_tolerance, dist)}
     metrics[SHARE] = rows / total if total else 0.0

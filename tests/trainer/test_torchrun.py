@@ -1,6 +1,7 @@
 """Multi-process training on the CPU as a user launches it: ``torchrun --nproc_per_node 2`` (gloo) runs
 ``mara train`` on the grpo-toy recipe for 2 steps, once with ``parallel: replicate`` and once with
-``parallel: fsdp``; both end with exactly the same exported weights, and those moved from the base model.
+``parallel: fsdp``; both end with the same exported weights (to float rounding: replicate's plain parameters step
+with the fused AdamW kernel, FSDP's sharded ones with ``foreach``), and those moved from the base model.
 (``test_distributed_update.py`` holds the other half: 2 ranks on fixed rollouts equal one process.)"""
 
 from __future__ import annotations
@@ -45,5 +46,5 @@ def test_torchrun_two_gloo_ranks_replicate_and_fsdp_train_identical_weights(tmp_
     replicate, fsdp = weights["replicate"], weights["fsdp"]
     assert replicate.keys() == fsdp.keys() == base.keys()
     for name, value in replicate.items():
-        assert torch.equal(fsdp[name], value), name  # max difference 0.0
-    assert any(not torch.equal(value, base[name]) for name, value in replicate.items())
+        torch.testing.assert_close(fsdp[name], value, rtol=0, atol=1e-5)
+    assert max((value - base[name]).abs().max().item() for name, value in replicate.items()) > 1e-3

@@ -28,6 +28,7 @@ from mara_bench.trainer.algorithms.losses import aggregate, get_policy_loss, kl
 from mara_bench.trainer.algorithms.mastered_tokens import mastered_positive_tokens
 from mara_bench.trainer.config import AlgorithmConfig, OptimConfig, RolloutConfig
 from mara_bench.trainer.learner import role_metrics
+from mara_bench.trainer.learner.adamw import adamw
 from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
@@ -153,7 +154,7 @@ class PolicyUpdate:
         if critic is not None:
             self.trained["critic"] = critic
             groups.append({"params": list(critic.parameters()), "lr": algorithm.critic_lr})
-        self.optimizer = torch.optim.AdamW(groups, betas=optim.betas, weight_decay=optim.weight_decay)
+        self.optimizer = adamw(groups, betas=optim.betas, weight_decay=optim.weight_decay)
         warmup = optim.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0

@@ -42,6 +42,7 @@ from mara_bench.harness.systems import run_system
 from mara_bench.trainer.config import OptimConfig, WarmupConfig
 from mara_bench.trainer.demos import ScriptedChat, demo_policy
 from mara_bench.trainer.episode_seeds import SEED_BITS, bind_episode_seed
+from mara_bench.trainer.learner.adamw import adamw
 from mara_bench.trainer.learner.adapters import adapter_parameters, plan_of
 from mara_bench.trainer.learner.models import Models
 from mara_bench.trainer.learner.packing import micro_batches, response_logits, response_values, token_logprobs
@@ -269,7 +270,7 @@ def fit(
     the shuffled set; ``name`` labels the records (``policy``, ``critic``); ``show``: a progress bar with the
     loss."""
     batches = cycled_batches(samples, warmup.batch_size, random.Random(seed))
-    optimizer = torch.optim.AdamW(cold_start_groups(model, warmup, optim), betas=optim.betas)
+    optimizer = adamw(cold_start_groups(model, warmup, optim), betas=optim.betas)
     decay = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     records = []

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,15 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     checkpoint: ResolvedCheckpoint
+
+
+@contextmanager
+def peft_wrapping() -> Iterator[None]:
+    """Silence the FutureWarning peft's wrapping raises on every model (it reads transformers' deprecated
+    ``is_gradient_checkpointing``): a warning about library internals, on a working default."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
 
 
 def default_device() -> str:
@@ -141,7 +153,8 @@ def _apply_adapter(model: Any, checkpoint: ResolvedCheckpoint, *, merge: bool) -
     from safetensors import SafetensorError
 
     try:
-        adapted = PeftModel.from_pretrained(model, checkpoint.adapter)
+        with peft_wrapping():
+            adapted = PeftModel.from_pretrained(model, checkpoint.adapter)
     except (RuntimeError, ValueError, KeyError) as err:
         raise CheckpointError(
             f"LoRA adapter {checkpoint.adapter} does not fit base model {checkpoint.model}: {err}"

@@ -16,6 +16,8 @@ def save_lora_adapter(base_dir: Path, out_dir: Path, *, hidden_size: int | None 
     from peft import LoraConfig, get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from mara_bench.harness.providers.loading import peft_wrapping
+
     torch.manual_seed(1)
     if hidden_size is None:
         model = AutoModelForCausalLM.from_pretrained(base_dir)
@@ -24,7 +26,8 @@ def save_lora_adapter(base_dir: Path, out_dir: Path, *, hidden_size: int | None 
         config.hidden_size, config.intermediate_size = hidden_size, 2 * hidden_size
         model = AutoModelForCausalLM.from_config(config)
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    adapted = get_peft_model(model, lora)
+    with peft_wrapping():
+        adapted = get_peft_model(model, lora)
     adapted.save_pretrained(out_dir)
     # peft records the base by the path it was loaded from; make that the tiny model directory
     config_file = out_dir / "adapter_config.json"

@@ -11,6 +11,7 @@ import torch
 from mara_bench.harness.chat_template import render_prompt
 from mara_bench.harness.providers.adapter_rows import BASE, adapter_rows
 from mara_bench.harness.providers.generation import generate
+from mara_bench.harness.providers.loading import peft_wrapping
 from mara_bench.harness.providers.sampling import Sampling
 
 ADAPTERS = ("planner", "worker", "critic")
@@ -27,9 +28,10 @@ def multi_adapter(tiny_qwen):
     settings = LoraConfig(
         r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "up_proj"], init_lora_weights=False
     )
-    model = get_peft_model(
-        AutoModelForCausalLM.from_pretrained(tiny_qwen), settings, adapter_name=ADAPTERS[0]
-    )
+    with peft_wrapping():
+        model = get_peft_model(
+            AutoModelForCausalLM.from_pretrained(tiny_qwen), settings, adapter_name=ADAPTERS[0]
+        )
     for name in ADAPTERS[1:]:
         model.add_adapter(name, settings)
     return model.eval(), AutoTokenizer.from_pretrained(tiny_qwen)

@@ -6,6 +6,7 @@ through ``local/``."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,9 @@ def test_the_cold_start_trains_each_adapter_at_warmup_lr_scaled_as_its_role_lr(t
     assert cold_start_groups(base, config.warmup, config.optim) == [
         {"params": list(base.parameters()), "lr": 0.01}
     ]
-    policy = attach(base, config.model.lora, plan)
+    with warnings.catch_warnings():  # peft's wrapping warns of transformers internals; attach keeps it quiet
+        warnings.simplefilter("error", FutureWarning)
+        policy = attach(base, config.model.lora, plan)
     groups = cold_start_groups(policy, config.warmup, config.optim)
     assert [group["lr"] for group in groups] == pytest.approx([0.02, 0.01])
     for group, name in zip(groups, ("solver", "corrector"), strict=True):

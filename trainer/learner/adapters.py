@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from mara_bench.harness.providers.adapter_rows import BASE, adapter_rows, lora_layers
+from mara_bench.harness.providers.loading import peft_wrapping
 from mara_bench.trainer.adapter_config import LoraConfig, RoleConfig
 
 SHARED = "shared"
@@ -96,7 +97,8 @@ def attach(model: torch.nn.Module, lora: LoraConfig, plan: RoleAdapters) -> Any:
         task_type="CAUSAL_LM",
     )
     first, *others = plan.names
-    peft_model = get_peft_model(model, settings, adapter_name=first)
+    with peft_wrapping():
+        peft_model = get_peft_model(model, settings, adapter_name=first)
     for name in others:
         peft_model.add_adapter(name, settings)
     peft_model.requires_grad_(False)

@@ -43,13 +43,17 @@ class RoleCounts:
     breaks: int = 0
 
     def line(self) -> str:
-        ratio = lambda a, b: f"{a}/{b}" + (f" ({a / b:.2f})" if b else "")  # noqa: E731
         return (
             f"samples {self.samples}; Solver right {ratio(self.solver_right, self.samples)}; Verifier on it: "
             f"recall {ratio(self.caught, self.wrong)}, false alarms {ratio(self.false_alarms, self.right)}, "
             f"no verdict {ratio(self.no_verdict, self.samples)}; Corrector: revisions {self.revisions}, "
             f"answered {ratio(self.answered, self.revisions)}, fixes {self.fixes}, breaks {self.breaks}"
         )
+
+
+def ratio(part: int, whole: int) -> str:
+    """``part/whole`` and its share, where there is a whole."""
+    return f"{part}/{whole}" + (f" ({part / whole:.2f})" if whole else "")
 
 
 def count(path: str) -> RoleCounts:

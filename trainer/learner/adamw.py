@@ -25,4 +25,6 @@ def fused_applies(parameters: Iterable[torch.Tensor]) -> bool:
 def adamw(groups: list[dict[str, Any]], **settings: Any) -> torch.optim.AdamW:
     """``torch.optim.AdamW(groups, **settings)``, fused when ``fused_applies`` to the groups' parameters."""
     fused = fused_applies(p for group in groups for p in group["params"])
-    return torch.optim.AdamW(groups, **settings, fused=fused or None)
+    # None, not False, where fused does not apply: torch takes an explicit False to mean "neither fused nor
+    # foreach" and steps tensor by tensor
+    return torch.optim.AdamW(groups, **settings, fused=True if fused else None)

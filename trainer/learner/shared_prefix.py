@@ -146,6 +146,15 @@ def fallback_reason(model: Any, *, critic: Any = None, sharded: bool = False) ->
     return unmergeable_cache_reason(model)
 
 
+def layout_for(
+    batching: str, model: Any, *, critic: Any = None, sharded: bool = False
+) -> tuple[str, str | None]:
+    """The layout rows trained on ``model`` take under ``optim.batching``, and why it is not ``shared-prefix``
+    where that was asked for and cannot apply (``fallback_reason``; ``None`` otherwise)."""
+    reason = fallback_reason(model, critic=critic, sharded=sharded) if batching == "shared-prefix" else None
+    return ("bucket" if reason is not None else batching), reason
+
+
 def _checkpointed(model: Any) -> bool:
     """Activation checkpointing is on, under either of transformers' names for it (``models.py``)."""
     named = "is_activation_checkpointing" if hasattr(model, "is_activation_checkpointing") else None

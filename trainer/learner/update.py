@@ -35,7 +35,7 @@ from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.mini_batches import mini_batch_count, mini_batch_layout
 from mara_bench.trainer.learner.offload import optimizer_on_device
 from mara_bench.trainer.learner.packing import MicroBatch, padding_share, response_logits, response_values
-from mara_bench.trainer.learner.shared_prefix import fallback_reason
+from mara_bench.trainer.learner.shared_prefix import layout_for
 from mara_bench.trainer.methods import Method
 
 logger = logging.getLogger(__name__)
@@ -161,14 +161,10 @@ class PolicyUpdate:
         )
         self.last_entropy: float | None = None
         """The policy entropy of the previous update (token mean), read by dynamic masking."""
-        self.batching = optim.batching
+        self.batching, reason = layout_for(optim.batching, policy, critic=critic, sharded=dist.sharded)
         """The micro-batch layout: ``optim.batching``, or ``bucket`` where ``shared-prefix`` cannot apply."""
-        reason = None
-        if optim.batching == "shared-prefix":
-            reason = fallback_reason(policy, critic=critic, sharded=dist.sharded)
         if reason is not None:
             logger.info("optim.batching: shared-prefix lays rows out as bucket: %s", reason)
-            self.batching = "bucket"
 
     @torch.no_grad()
     def _score_tokens(self, model: torch.nn.Module, batches: list[MicroBatch]) -> list[Tensor]:

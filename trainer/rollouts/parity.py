@@ -40,7 +40,7 @@ from mara_bench.trainer.config import OptimConfig, RolloutConfig
 from mara_bench.trainer.learner.distributed import Distributed
 from mara_bench.trainer.learner.logprobs import response_scores
 from mara_bench.trainer.learner.packing import micro_batches
-from mara_bench.trainer.learner.shared_prefix import fallback_reason
+from mara_bench.trainer.learner.shared_prefix import layout_for
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +70,7 @@ def token_gaps(
     gaps = [torch.empty(0) for _ in samples]
     if not scored:
         return gaps
-    layout = optim.batching
-    if layout == "shared-prefix" and fallback_reason(policy, sharded=sharded) is not None:
-        layout = "bucket"
+    layout, _ = layout_for(optim.batching, policy, sharded=sharded)
     batches = micro_batches([samples[i] for i in scored], optim.token_budget, layout, optim.max_padding)
     with torch.no_grad():
         for batch in batches:

@@ -18,6 +18,7 @@ from test_train_run_metrics import mara_train
 
 from mara_bench.core.episodes import Reply
 from mara_bench.trainer.config import load_config
+from mara_bench.trainer.demos.text import stated_capital
 from mara_bench.trainer.rollouts.rollout import training_task
 from mara_bench.trainer.rollouts.scoring import ratio_metrics
 from mara_bench.trainer.run.heldout import corrector_probe, verifier_probe
@@ -52,6 +53,20 @@ def test_a_heldout_search_finds_its_own_passage_first_and_a_heldout_neighbours_s
     own, other = re.findall(r"The capital of (\w+) is (\w+)\.", found)
     assert own == (country(item), item["answer"])
     assert other[0] in {country(i) for i in task.heldout} - {country(item)}  # the careless pick: held out too
+
+
+def test_neighbour_capital_first_makes_the_first_capital_a_search_returns_the_wrong_one():
+    task = lookup_task(
+        n_prompts=8, heldout_prompts=4, generated=True, tools=["search"], neighbour_capital_first=True
+    )
+    for item in task.heldout:
+        found = asyncio.run(task.toolbox.call("search", query=f"capital of {country(item)}"))
+        stated = re.findall(r"capital of (\w+) is (\w+)\.", found)
+        assert stated[0][0] != country(item) and stated[0][1] != item["answer"]  # the careless pick is wrong
+        assert stated_capital(found, country(item)) == item["answer"]  # reading whose capital it is answers
+        assert {name for name, _ in stated} <= {country(i) for i in task.heldout}
+    with pytest.raises(ValueError, match="neighbour_capital_first needs generated: true"):
+        lookup_task(neighbour_capital_first=True)
 
 
 def test_the_fixed_table_has_no_heldout_split():

@@ -14,7 +14,9 @@ Two kinds of entities:
   every time and remembering a pair cannot pay; ``heldout_prompts`` further countries form the held-out split
   (``heldout``), never trained on. Each generated passage also names a neighbour ("Arvena borders Belcor"), so a
   search for a country returns its own passage and its neighbour's, whose capital is the careless pick -- a
-  different one for every question.
+  different one for every question. With ``neighbour_capital_first`` a passage states its neighbour's capital
+  before its own ("Arvena borders Belcor, and the capital of Belcor is Tarsin. The capital of Arvena is Lomir."):
+  copying the first capital a search returns is then wrong, and only reading whose capital it is answers.
 
 The outcome reward is the exact match (``mara_bench.judges.lexical``) of the episode's final answer, the 1/0 ``acc`` the
 methods combine as their papers say; ``answer`` is the gold the MarsRL and M-ASK rewards read directly.
@@ -85,15 +87,25 @@ class LookupTask:
         ]
 
 
-def passages(pairs: Sequence[tuple[str, str]], neighbours: bool) -> list[str]:
+def passages(
+    pairs: Sequence[tuple[str, str]], neighbours: bool, neighbour_capital_first: bool = False
+) -> list[str]:
     """One wiki-18-style passage (``"title\\ntext"``) per (country, capital); with ``neighbours`` each also says
-    the country borders the next one of ``pairs`` (cyclically)."""
+    the country borders the next one of ``pairs`` (cyclically), and with ``neighbour_capital_first`` it opens with
+    that neighbour and its capital."""
     texts = []
     for index, (country, capital) in enumerate(pairs):
-        text = f'"{country}"\nThe capital of {country} is {capital}.'
-        if neighbours:
-            text += f" {country} borders {pairs[(index + 1) % len(pairs)][0]}."
-        texts.append(text)
+        own = f"The capital of {country} is {capital}."
+        neighbour, neighbour_capital = pairs[(index + 1) % len(pairs)]
+        if not neighbours:
+            text = own
+        elif neighbour_capital_first:
+            text = (
+                f"{country} borders {neighbour}, and the capital of {neighbour} is {neighbour_capital}. {own}"
+            )
+        else:
+            text = f"{own} {country} borders {neighbour}."
+        texts.append(f'"{country}"\n{text}')
     return texts
 
 
@@ -119,10 +131,12 @@ def lookup_task(
     generated: bool = False,
     heldout_prompts: int = 0,
     seed: int = 0,
+    neighbour_capital_first: bool = False,
 ) -> LookupTask:
     """``n_prompts`` questions (the first countries of ``CAPITALS``, or ``generated`` ones drawn by ``seed``) and
     ``heldout_prompts`` held-out ones (``generated`` only); searches return the top ``k`` passages; the toolbox
-    serves ``tools`` (a non-empty subset of ``TOOLS``)."""
+    serves ``tools`` (a non-empty subset of ``TOOLS``); ``neighbour_capital_first`` (``generated`` only) puts each
+    passage's neighbour capital before its own."""
     most = len(POOL) - heldout_prompts if generated else len(CAPITALS)
     if not 1 <= n_prompts <= most or k < 1 or heldout_prompts < 0:
         raise ValueError(
@@ -133,12 +147,18 @@ def lookup_task(
         raise ValueError(
             "lookup_task: heldout_prompts needs generated: true (the fixed table has no held-out split)"
         )
+    if neighbour_capital_first and not generated:
+        raise ValueError(
+            "lookup_task: neighbour_capital_first needs generated: true (the fixed table's passages name no neighbour)"
+        )
     if not tools or not set(tools) <= set(TOOLS):
         raise ValueError(f"lookup_task: tools {list(tools)} must be a non-empty subset of {', '.join(TOOLS)}")
     if generated:
         drawn = random.Random(seed).sample(POOL, n_prompts + heldout_prompts)
         train, held = drawn[:n_prompts], drawn[n_prompts:]
-        texts = passages(train, neighbours=True) + (passages(held, neighbours=True) if held else [])
+        texts = passages(train, True, neighbour_capital_first) + (
+            passages(held, True, neighbour_capital_first) if held else []
+        )
         items, heldout = questions(train, "train"), questions(held, "heldout")
     else:
         table = list(CAPITALS.items())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import statistics
 from pathlib import Path
 
@@ -256,6 +257,35 @@ def test_the_mask_demonstrations_search_as_often_as_the_recipe_says(
         first = episode.calls_by_role("search")[0].reply.text
         assert first.startswith("<search>") is searched, first
         assert bool(episode.calls_by_role("summary")) is searched
+
+
+@pytest.mark.parametrize(("summary", "reads"), [(1.0, True), (0.0, False)])
+def test_a_careless_mask_summary_picks_the_first_capital_the_search_returns(
+    summary, reads, tiny_model_dir, tmp_path
+):
+    """With the neighbour's capital stated first, the summary's wrong evidence is always that capital: the one
+    strategy a careless reader has, not a different distractor each time."""
+    config = load_config(RECIPES / "mask-learn.yaml")
+    config.model.path = str(tiny_model_dir)
+    config.task.args = {
+        **config.task.args,
+        "n_prompts": 8,
+        "heldout_prompts": 4,
+        "neighbour_capital_first": True,
+    }
+    config.warmup.demo_skills = {"summary": summary, "answer": 1.0}
+    trainer = Trainer(config, tmp_path)
+    evidence = []
+    for item in trainer.task.items:
+        for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
+            for call in episode.calls_by_role("summary"):
+                found = call.messages[-1]["content"]
+                first = re.search(r"capital of (\w+) is (\w+)", found).group(2)
+                expected = item["answer"] if reads else first
+                assert first != item["answer"] and call.reply.text == f"<evidence>{expected}</evidence>"
+                assert episode.final_answer == expected
+                evidence.append(expected)
+    assert len(evidence) >= 8 and len(set(evidence)) >= 4
 
 
 def test_the_verifier_demonstrations_on_the_compact_prompt_restate_the_judged_answer_and_parse(

@@ -8,7 +8,8 @@ model reproduces them intact. The answer tag and the empty search history follow
   history is empty -- with probability ``skills["search"]``, else ``<end>`` at once, as an agent that takes the
   plan for enough -- then ``<end>``;
 * Summary: ``<evidence>`` with the capital the retrieved passages state for the country -- with probability
-  ``skills["summary"]``, else a distractor passage's;
+  ``skills["summary"]``, else the first capital they state for another country (a careless reader's pick, the
+  same one every time: with ``neighbour_capital_first`` passages, the first capital of the search's result);
 * Update: ``<Update>t1</Update>`` (the plan's step 1, now answered), or ``<Add>`` when the trajectory is empty;
 * Answer: the capital the trajectory names (with probability ``skills["answer"]``, else
   another country's capital), ``unknown`` when it names none.
@@ -63,7 +64,8 @@ def reply(
         searches = not searched_before(user) and rng.random() < skills[SEARCH]
         return f"<search>capital of {name}</search>" if searches else "<end>"
     if role == SUMMARY:
-        return f"<evidence>{pick(stated_capital(user, name), distractors(user, name), skills[SUMMARY], rng)}</evidence>"
+        careless = distractors(user, name)[:1]
+        return f"<evidence>{pick(stated_capital(user, name), careless, skills[SUMMARY], rng)}</evidence>"
     if role == UPDATE:
         return "<Update>t1</Update>" if "t1:" in user else "<Add>t1</Add>"
     if role == ANSWER:

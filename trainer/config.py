@@ -203,9 +203,10 @@ class WarmupConfig:
     demo_skills: dict[StrictStr, Annotated[StrictFloat, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
     """Per role of the system, the probability that its scripted decision is right (a right answer, a true
     verdict), overriding the demonstration policy's default (``trainer/demos/<system>.py`` ``SKILLS``)."""
-    demo_work: StrictBool = False
-    """The demonstrations show the working behind each decision, where the system's policy has a worked form
-    (``trainer/demos/vc.py``: the Verifier checks the answer's last digit)."""
+    demo_work: list[StrictStr] = Field(default_factory=list)
+    """The roles whose demonstrations show the working behind each decision, where the system's policy has a
+    worked form for them (``trainer/demos/vc.py``: the Verifier checks the answer's last digit, the Corrector adds
+    column by column)."""
     critic_steps: StrictInt = Field(default=0, ge=0)
     """Steps fitting the critic (``algorithm.advantage: gae``) to the demonstrations' returns after the policy's
     fine-tuning (same ``lr`` and ``batch_size``); 0 leaves the critic's value head as initialised."""
@@ -388,12 +389,17 @@ class TrainConfig:
                     f"the {self.task.system} demonstration policy has no skill for {', '.join(unknown)}",
                     f"use its roles: {', '.join(sorted(roles))}",
                 )
-            if self.warmup.demo_work and policy.worked is None:
-                worked = sorted(name for name, entry in registry.DEMO_POLICIES.items() if entry.load().worked)
+            unworked = sorted(set(self.warmup.demo_work) - policy.worked_roles)
+            if unworked:
+                worked = sorted(
+                    f"{name} ({', '.join(sorted(entry.load().worked_roles))})"
+                    for name, entry in registry.DEMO_POLICIES.items()
+                    if entry.load().worked_roles
+                )
                 raise ConfigProblem(
                     "warmup.demo_work",
-                    f"the {self.task.system} demonstration policy has no worked form",
-                    f"remove it, or use a system with one: {', '.join(worked)}",
+                    f"the {self.task.system} demonstration policy has no worked form for {', '.join(unworked)}",
+                    f"remove it, or use a system and roles with one: {'; '.join(worked)}",
                 )
         elif self.warmup.demo_skills:
             raise ConfigProblem(

@@ -319,7 +319,7 @@ def test_the_worked_verifier_demonstrations_check_the_last_digit_and_parse(skill
     from mara_bench.judges.math import extract_answer
 
     trainer = _trainer("marsrl-verifier-compact.yaml", tiny_model_dir, tmp_path)
-    trainer.config.warmup.demo_work = True
+    trainer.config.warmup.demo_work = ["verifier"]
     trainer.config.warmup.demo_skills = {"verifier": skill}
     verdicts_true = []
     for item in trainer.task.items[:6]:
@@ -339,11 +339,37 @@ def test_the_worked_verifier_demonstrations_check_the_last_digit_and_parse(skill
     assert all(verdicts_true) if skill == 1.0 else not any(verdicts_true)
 
 
-def test_worked_demonstrations_for_a_policy_without_a_worked_form_fail_at_load():
+def test_the_worked_corrector_demonstrations_add_column_by_column_and_parse(tiny_model_dir, tmp_path):
+    """Every Corrector demonstration adds the operands column by column with their carries and boxes the sum at
+    skill 1; at skill 0 it drops the first carry, so its sum misses ten exactly where a carry was due."""
+    from mara_bench.judges.math import extract_answer
+
+    trainer = _trainer("marsrl-verifier-compact.yaml", tiny_model_dir, tmp_path)
+    trainer.config.warmup.demo_work = ["verifier", "corrector"]
+    revisions = {}
+    for skill in (1.0, 0.0):
+        trainer.config.warmup.demo_skills = {"corrector": skill}
+        for item in trainer.task.items[:8]:
+            a, b = map(int, item["question"].split("What is ", 1)[1].split("?")[0].split(" + "))
+            carry = (a % 10 + b % 10) // 10
+            for episode in asyncio.run(demo_episodes(trainer.demos, item, random.Random(0))):
+                for call in episode.calls_by_role("corrector"):
+                    text = call.reply.text
+                    assert text.startswith(f"{a % 10} + {b % 10} = {a % 10 + b % 10}")
+                    assert (", carry 1;" in text) is bool(carry and skill)
+                    assert int(extract_answer(text)) == a + b - (10 * carry if skill == 0.0 else 0)
+                    revisions[skill] = revisions.get(skill, 0) + 1
+    assert revisions[1.0] >= 4 and revisions[0.0] >= 4
+
+
+def test_worked_demonstrations_for_a_role_without_a_worked_form_fail_at_load():
     with pytest.raises(
-        ConfigError, match="warmup.demo_work: the mars demonstration policy has no worked form.*one: vc"
+        ConfigError,
+        match="warmup.demo_work: the mars demonstration policy has no worked form for system2.*vc",
     ):
-        from_dict(TrainConfig, {"task": {"system": "mars"}, "warmup": {"steps": 1, "demo_work": True}})
+        from_dict(TrainConfig, {"task": {"system": "mars"}, "warmup": {"steps": 1, "demo_work": ["system2"]}})
+    with pytest.raises(ConfigError, match="the vc demonstration policy has no worked form for solver"):
+        from_dict(TrainConfig, {"task": {"system": "vc"}, "warmup": {"steps": 1, "demo_work": ["solver"]}})
 
 
 def test_mars_demonstrations_parse_under_the_compact_prompts(tiny_model_dir, tmp_path):

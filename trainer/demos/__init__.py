@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +35,15 @@ Reply = Callable[[str, list[Message], dict[str, Any], random.Random, Skills], st
 @dataclass(frozen=True)
 class DemoPolicy:
     """A system's scripted reply function and its default skills; ``worked``, where the policy has one, is its
-    reply showing the working behind each decision (``warmup.demo_work``)."""
+    reply showing the working behind each decision of the ``worked_roles`` (``warmup.demo_work``)."""
 
     reply: Reply
     skills: Skills
     worked: Reply | None = None
+    worked_roles: frozenset[str] = frozenset()
 
 
-VC = DemoPolicy(vc.reply, vc.SKILLS, vc.worked_reply)
+VC = DemoPolicy(vc.reply, vc.SKILLS, vc.worked_reply, vc.WORKED_ROLES)
 MARS = DemoPolicy(mars.reply, mars.SKILLS)
 MATPO = DemoPolicy(matpo.reply, matpo.SKILLS)
 MASK = DemoPolicy(mask.reply, mask.SKILLS)
@@ -60,8 +61,8 @@ class ScriptedChat:
     """A ``Chat`` whose replies come from a demonstration policy for one question (``item``).
 
     ``tokenizer`` is the policy model's, so systems that count tokens (MARS's System-1 bins) pack exactly as in
-    the RL rollouts; ``skills`` override the policy's defaults role by role; ``show_work`` replies with the
-    policy's ``worked`` form.
+    the RL rollouts; ``skills`` override the policy's defaults role by role; ``show_work`` names the roles
+    that reply with the policy's ``worked`` form.
     """
 
     policy: DemoPolicy
@@ -69,7 +70,7 @@ class ScriptedChat:
     rng: random.Random
     tokenizer: Any = None
     skills: Skills = field(default_factory=dict)
-    show_work: bool = False
+    show_work: Collection[str] = ()
 
     async def __call__(self, role: str, messages: list[Message], **sampling: Any) -> ModelReply:  # noqa: ARG002
         """The policy's reply, drawn from the episode's seed for this prompt when one is bound (so concurrent
@@ -77,5 +78,6 @@ class ScriptedChat:
         seed = call_seed(json.dumps(messages, sort_keys=True))
         rng = self.rng if seed is None else random.Random(seed)
         skills = {**self.policy.skills, **self.skills}
-        reply = self.policy.worked if self.show_work and self.policy.worked else self.policy.reply
+        worked = self.policy.worked if role in self.show_work and role in self.policy.worked_roles else None
+        reply = worked or self.policy.reply
         return ModelReply(text=reply(role, messages, self.item, rng, skills), model="scripted-demo")

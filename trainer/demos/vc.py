@@ -9,7 +9,9 @@ numeric answer (``mara_bench.trainer.tasks.toy.addition_task``).
 ``worked_reply`` is the same policy showing its working (``warmup.demo_work``): its Verifier checks the judged answer's
 last digit against the sum of the operands' last digits -- a check that catches every wrong answer of the scripted
 Solver (off by 1 to 3) -- adding those digits right and saying whether the two last digits are the same; its verdict
-follows that comparison with probability ``skills["verifier"]`` (else it says the opposite).
+follows that comparison with probability ``skills["verifier"]`` (else it says the opposite). Its Corrector adds the
+operands column by column, carrying into the next column ("8 + 3 = 11, carry 1; 5 + 2 + 1 = 8."), and boxes the
+digits it wrote; with probability ``1 - skills["corrector"]`` it drops a carry (the classic slip).
 
 ``SKILLS`` are the defaults; a recipe's ``warmup.demo_skills`` overrides them.
 """
@@ -28,6 +30,8 @@ from mara_bench.trainer.algorithms.rewards import gold_text
 from mara_bench.trainer.demos.text import last_content
 
 SKILLS = {SOLVER: 0.5, VERIFIER: 0.75, CORRECTOR: 0.7}
+WORKED_ROLES = frozenset({VERIFIER, CORRECTOR})
+"""The roles ``worked_reply`` shows the working of."""
 _OPERANDS = re.compile(r"(\d+)\s*\+\s*(\d+)")
 
 
@@ -44,14 +48,19 @@ def verdict(judged: str | None, answer: str, skill: float, rng: random.Random) -
     return f"The answer is {judged}.\nCorrectness: {'Correct' if says_right else 'Wrong'}"
 
 
+def operands(question: str) -> tuple[int, int]:
+    """The two numbers an addition question adds ("What is 58 + 23?" -> (58, 23))."""
+    found = _OPERANDS.search(question)
+    if found is None:
+        raise ValueError(f"the worked vc demonstrations need an addition question; got {question!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
 def last_digit_check(question: str, judged: str | None, skill: float, rng: random.Random) -> str:
     """A report that adds the operands' last digits, compares the result's last digit with the judged answer's
     ("the same" or "different") and ends with the verdict that comparison implies with probability ``skill``,
     else the opposite one."""
-    operands = _OPERANDS.search(question)
-    if operands is None:
-        raise ValueError(f"the worked vc demonstrations need an addition question; got {question!r}")
-    a, b = (int(operand) % 10 for operand in operands.groups())
+    a, b = (operand % 10 for operand in operands(question))
     if judged is None or not judged.isdigit():
         return f"{a} + {b} = {a + b}. No number to check.\nCorrectness: Wrong"
     agrees = int(judged) % 10 == (a + b) % 10
@@ -60,6 +69,29 @@ def last_digit_check(question: str, judged: str | None, skill: float, rng: rando
         f"{a} + {b} = {a + b}, so the sum ends in {(a + b) % 10}; {judged} ends in {judged[-1]}: "
         f"{'the same' if agrees else 'different'}.\nCorrectness: {'Correct' if says_right else 'Wrong'}"
     )
+
+
+def column_sum(question: str, skill: float, rng: random.Random) -> str:
+    """A solution adding the operands column by column from the ones ("8 + 3 = 11, carry 1; 5 + 2 + 1 = 8.")
+    and boxing the digits written; with probability ``1 - skill`` the first carry is dropped (the sum then
+    misses a power of ten)."""
+    a, b = operands(question)
+    drops_carry = rng.random() >= skill
+    steps, digits, carry = [], [], 0
+    while True:
+        column = a % 10 + b % 10 + carry
+        step = f"{a % 10} + {b % 10}{f' + {carry}' if carry else ''} = {column}"
+        carry = column // 10
+        if carry and drops_carry:
+            carry, drops_carry = 0, False
+        elif carry:
+            step += f", carry {carry}"
+        steps.append(step)
+        digits.append(str(column % 10))
+        a, b = a // 10, b // 10
+        if not (a or b or carry):
+            break
+    return "; ".join(steps) + f".\n\\boxed{{{''.join(reversed(digits))}}}"
 
 
 def reply(
@@ -76,8 +108,11 @@ def reply(
 def worked_reply(
     role: str, messages: list[Message], item: dict[str, Any], rng: random.Random, skills: Mapping[str, float]
 ) -> str:
-    """``reply``, the Verifier showing its check (``last_digit_check``)."""
+    """``reply``, the Verifier showing its check (``last_digit_check``) and the Corrector its column sum
+    (``column_sum``)."""
     if role == VERIFIER:
         judged = extract_answer(last_content(messages, "user"))
         return last_digit_check(item["question"], judged, skills[VERIFIER], rng)
+    if role == CORRECTOR:
+        return column_sum(item["question"], skills[CORRECTOR], rng)
     return reply(role, messages, item, rng, skills)

@@ -124,7 +124,7 @@ class Trainer:
             self.rollout,
             self.method,
             self.policy,
-            worked_reports=config.warmup.demo_work,
+            worked_roles=frozenset(config.warmup.demo_work),
         )
         """The held-out evaluation of the policy."""
         self.step = 0

@@ -17,8 +17,8 @@ questions no training step sees), scored by the same judges and reward code as t
   ``heldout/verifier_precision`` (flags on wrong ones) and ``heldout/verifier_no_verdict`` (reports without a
   parsable verdict, counted as no flag), overall and per sum (``heldout/verifier_recall/sum_12``); and a probe of
   the Corrector -- per held-out question the wrong solution, a report flagging it (the demonstrations' Verifier
-  at full skill, worked when ``warmup.demo_work``) and ``eval.samples`` revisions by the policy through the
-  system's own ``ask_corrector``: ``heldout/corrector_fix_rate`` (revisions whose answer is the sum) and
+  at full skill, worked when ``warmup.demo_work`` names the Verifier) and ``eval.samples`` revisions by the policy
+  through the system's own ``ask_corrector``: ``heldout/corrector_fix_rate`` (revisions whose answer is the sum) and
   ``heldout/corrector_answer_given`` (revisions with an answer the ``math`` judge reads, right or wrong).
 
 Each run draws from a seed fixed by (run seed, question, sample): every evaluation of a run asks the same draws of
@@ -82,8 +82,9 @@ class Evaluation:
     rollout: Rollout
     method: Method
     policy: torch.nn.Module
-    worked_reports: bool = False
-    """The Corrector probe's report shows its check (``warmup.demo_work``: the form the Corrector trained after)."""
+    worked_roles: frozenset[str] = frozenset()
+    """The roles whose demonstrations showed their working (``warmup.demo_work``); where the Verifier's did, the
+    Corrector probe's report shows its check (the form the Corrector trained after)."""
 
     @property
     def task(self) -> Any:
@@ -340,7 +341,9 @@ def heldout_metrics(run: Evaluation) -> dict[str, float]:
         run.rollout.sync(run.policy)
         if run.rollout.system.name == "vc":
             ratios = asyncio.run(verifier_probe(run, items, show=run.dist.is_main))
-            ratios |= asyncio.run(corrector_probe(run, items, run.worked_reports, show=run.dist.is_main))
+            ratios |= asyncio.run(
+                corrector_probe(run, items, VERIFIER in run.worked_roles, show=run.dist.is_main)
+            )
         else:
             ratios = system_ratios(run, items, asyncio.run(system_runs(run, items, show=run.dist.is_main)))
     return ratio_metrics(run.dist, ratios)

@@ -19,7 +19,8 @@ TURN_CAPS = {"max_iterations", "max_turns", "worker_max_turns"}
 
 def smollm2_step_config(recipe: str):
     """``recipe`` on SmolLM2, cut to one small step: no cold start, one question, two samples, short replies, one
-    turn or iteration of the system."""
+    turn or iteration of the system, every row trained (two samples of the untrained model often earn the same
+    reward, which ``filter_zero_variance`` would drop)."""
     config = load_config(RECIPES / recipe)
     data = to_dict(config)
     options = data["task"]["system_options"]
@@ -30,6 +31,7 @@ def smollm2_step_config(recipe: str):
     data["model"] = {**data["model"], "path": "smollm2-135m"}
     data["warmup"] = {"steps": 0}
     data["eval"] = {**data["eval"], "every": 0}
+    data["algorithm"] = {**data["algorithm"], "filter_zero_variance": False}
     data["rollout"] = {
         **data["rollout"],
         "prompts_per_step": 1,
@@ -39,7 +41,9 @@ def smollm2_step_config(recipe: str):
         "parity_share": 1.0,
     }
     return replace(
-        config, "smollm2 test", **{key: data[key] for key in ("model", "task", "warmup", "eval", "rollout")}
+        config,
+        "smollm2 test",
+        **{key: data[key] for key in ("model", "task", "warmup", "eval", "rollout", "algorithm")},
     )
 
 

@@ -11,12 +11,12 @@ none. Run as a script:
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections import Counter
 from pathlib import Path
 
+from benchmarks._rollouts import step_files
 from mara_bench.trainer.demos.text import country, distractors, stated_capital
 
 EVIDENCE = re.compile(r"<evidence>(.*?)</evidence>", re.DOTALL)
@@ -47,11 +47,7 @@ def tally_step(path: Path) -> Counter:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", type=Path, help="a run directory with rollouts/step_*.jsonl")
-    args = parser.parse_args()
-    steps = sorted((args.run / "rollouts").glob("step_*.jsonl"), key=lambda p: int(p.stem.split("_")[1]))
-    for path in steps:
+    for path in step_files(__doc__.split("\n\n")[0]):
         kinds = tally_step(path)
         total = max(sum(kinds.values()), 1)
         shares = ", ".join(f"{kind} {kinds[kind] / total:.2f}" for kind in KINDS)

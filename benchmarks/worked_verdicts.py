@@ -11,12 +11,12 @@ implies, and the verdict true. Run as a script:
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks._rollouts import step_files
 from mara_bench.harness.systems.parsing import strip_thinking
 from mara_bench.harness.systems.vc import parse_verdict
 from mara_bench.judges.math import extract_answer
@@ -79,11 +79,7 @@ def tally_step(path: Path) -> Tally:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", type=Path, help="a run directory with rollouts/step_*.jsonl")
-    args = parser.parse_args()
-    steps = sorted((args.run / "rollouts").glob("step_*.jsonl"), key=lambda p: int(p.stem.split("_")[1]))
-    for path in steps:
+    for path in step_files(__doc__.split("\n\n")[0]):
         print(f"{path.stem}: {tally_step(path).shares()}")
 
 
